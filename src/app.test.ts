@@ -1,0 +1,204 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { createScriptedEngine } from './engines/scripted-engine.ts';
+import type { ChatCompletionResponse } from './api/types.ts';
+import type { Engine } from './engines/engine.ts';
+import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from './testing/test-server.ts';
+
+async function expectError(res: Response, status: number, type: string, code?: string) {
+  assert.equal(res.status, status);
+  assert.match(res.headers.get('content-type') ?? '', /application\/json/);
+  const body = (await res.json()) as { error: { message: string; type: string; code: string } };
+  assert.equal(body.error.type, type);
+  if (code) assert.equal(body.error.code, code);
+  assert.equal(typeof body.error.message, 'string');
+  return body.error;
+}
+
+describe('the validated server', () => {
+  let server: TestServer;
+  before(async () => (server = await startTestServer()));
+  after(() => server.close());
+
+  it('answers a valid request with a completion', async () => {
+    const res = await postCompletion(server.baseUrl, hello);
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as ChatCompletionResponse;
+    assert.match(body.id, /^service-\d+$/);
+    assert.equal(body.object, 'chat.completion');
+    assert.equal(body.choices[0]?.message.content, 'hello there');
+    assert.equal(body.usage.total_tokens, body.usage.prompt_tokens + body.usage.completion_tokens);
+    assert.ok(res.headers.get('x-request-id'));
+  });
+
+  it('rejects a request missing messages, naming the field', async () => {
+    const error = await expectError(await postCompletion(server.baseUrl, { model: 'service' }), 400,
+      'invalid_request_error', 'invalid_request');
+    assert.match(error.message, /messages/);
+  });
+
+  it('rejects temperature 3, naming the field', async () => {
+    const error = await expectError(await postCompletion(server.baseUrl, { ...hello, temperature: 3 }), 400,
+      'invalid_request_error');
+    assert.match(error.message, /temperature/);
+  });
+
+  it('rejects malformed JSON', async () => {
+    await expectError(await postCompletion(server.baseUrl, '{"model": "service",'), 400, 'invalid_request_error',
+      'invalid_json');
+  });
+
+  it('accepts and ignores unknown extra fields', async () => {
+    const res = await postCompletion(server.baseUrl, { ...hello, logprobs: false, metadata: { a: 1 }, store: true });
+    assert.equal(res.status, 200);
+  });
+
+  it('rejects a request without a key, with WWW-Authenticate', async () => {
+    const res = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(hello),
+    });
+    assert.match(res.headers.get('www-authenticate') ?? '', /^Bearer/);
+    await expectError(res, 401, 'authentication_error', 'invalid_api_key');
+  });
+
+  it('accepts a created key until it is revoked', async () => {
+    const { key, record } = server.keys.create('revocable');
+    const auth = { Authorization: `Bearer ${key}` };
+    assert.equal((await postCompletion(server.baseUrl, hello, auth)).status, 200);
+    assert.equal(server.keys.revoke(record.id), true);
+    await expectError(await postCompletion(server.baseUrl, hello, auth), 401, 'authentication_error', 'invalid_api_key');
+  });
+
+  it('answers a wrong content type, an unknown path and a wrong method with envelopes', async () => {
+    await expectError(await postCompletion(server.baseUrl, 'hi', { 'Content-Type': 'text/plain' }), 415,
+      'invalid_request_error', 'unsupported_media_type');
+    const unknown = await fetch(`${server.baseUrl}/completions`, { method: 'POST', headers: { Authorization: `Bearer ${TEST_KEY}` } });
+    await expectError(unknown, 404, 'invalid_request_error', 'unknown_url');
+    const get = await fetch(`${server.baseUrl}/chat/completions`, { headers: { Authorization: `Bearer ${TEST_KEY}` } });
+    assert.equal(get.headers.get('allow'), 'POST');
+    await expectError(get, 405, 'invalid_request_error', 'method_not_allowed');
+  });
+
+  it('checks what the schema cannot: tool_call_id and tool_choice', async () => {
+    const orphan = { ...hello, messages: [...hello.messages, { role: 'tool', tool_call_id: 'nope', content: '1' }] };
+    const error = await expectError(await postCompletion(server.baseUrl, orphan), 400, 'invalid_request_error');
+    assert.match(error.message, /tool_call_id/);
+    const tools = [{ type: 'function', function: { name: 'get_weather' } }];
+    const named = { ...hello, tools, tool_choice: { type: 'function', function: { name: 'other' } } };
+    await expectError(await postCompletion(server.baseUrl, named), 400, 'invalid_request_error', 'unknown_function');
+  });
+});
+
+describe('limits and failures', () => {
+  it('answers a body over the limit with 413', async () => {
+    const server = await startTestServer({ bodyLimitBytes: 1024 });
+    try {
+      const big = { ...hello, messages: [{ role: 'user', content: 'x'.repeat(4096) }] };
+      await expectError(await postCompletion(server.baseUrl, big), 413, 'payload_too_large', 'payload_too_large');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('hides an unexpected failure behind a 500 and logs it with the request id', async () => {
+    const failing: Engine = {
+      description: 'failing',
+      async *generate() {
+        throw new Error('secret internal detail');
+      },
+    };
+    const server = await startTestServer({ engine: failing });
+    try {
+      const res = await postCompletion(server.baseUrl, hello, { 'x-request-id': 'req-42' });
+      const text = await res.clone().text();
+      const error = await expectError(res, 500, 'internal_error', 'internal_error');
+      assert.match(error.message, /req-42/);
+      assert.doesNotMatch(text, /secret internal detail|at .*\.ts/);
+      assert.match(String(server.logged[0]?.[0]), /req-42/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('sends a failure after the stream started as a final error event, then [DONE]', async () => {
+    const failing: Engine = {
+      description: 'fails mid-stream',
+      async *generate() {
+        yield { type: 'content', text: 'partial' };
+        throw new Error('boom');
+      },
+    };
+    const server = await startTestServer({ engine: failing });
+    try {
+      const res = await postCompletion(server.baseUrl, { ...hello, stream: true });
+      assert.equal(res.status, 200);
+      const events = (await res.text()).split('\n\n').filter(Boolean);
+      assert.equal(events.at(-1), 'data: [DONE]');
+      const last = JSON.parse(events.at(-2)!.slice('data: '.length));
+      assert.equal(last.error.type, 'internal_error');
+      assert.match(events.join(), /partial/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('stops generating when the client disconnects', async () => {
+    let produced = 0;
+    const script = () => Array.from({ length: 200 }, () => ({ type: 'content' as const, text: 'x ' }));
+    const base = createScriptedEngine(script, 5);
+    const counting: Engine = {
+      description: 'counting',
+      async *generate(request) {
+        for await (const event of base.generate(request)) {
+          produced++;
+          yield event;
+        }
+      },
+    };
+    const server = await startTestServer({ engine: counting });
+    try {
+      const res = await postCompletion(server.baseUrl, { ...hello, stream: true });
+      const reader = res.body!.getReader();
+      await reader.read();
+      await reader.cancel();
+      await new Promise((r) => setTimeout(r, 200));
+      const seen = produced;
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(produced, seen, 'generation went on after the client left');
+      assert.ok(produced < 200);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('the official openai SDK', () => {
+  let server: TestServer;
+  before(async () => (server = await startTestServer()));
+  after(() => server.close());
+
+  it('gets AuthenticationError for a bad key', async () => {
+    const client = new OpenAI({ baseURL: server.baseUrl, apiKey: 'wrong', maxRetries: 0 });
+    await assert.rejects(
+      client.chat.completions.create({ model: 'service', messages: [{ role: 'user', content: 'hi' }] }),
+      (err: unknown) => err instanceof OpenAI.AuthenticationError && err.status === 401,
+    );
+  });
+
+  it('gets a completion, whole and streamed, for a good key', async () => {
+    const client = new OpenAI({ baseURL: server.baseUrl, apiKey: TEST_KEY, maxRetries: 0 });
+    const completion = await client.chat.completions.create({ model: 'service', messages: [{ role: 'user', content: 'hi you' }] });
+    assert.equal(completion.choices[0]?.message.content, 'hi you');
+    const stream = await client.chat.completions.create({
+      model: 'service',
+      messages: [{ role: 'user', content: 'hi you' }],
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    assert.equal(text, 'hi you');
+  });
+});

@@ -1,0 +1,47 @@
+import express, { type Express } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { createChatCompletionHandler } from './api/create-chat-completion.ts';
+import { newCompletionId } from './chat/completion-id.ts';
+import { BASE_PATH, loadContract, validatorCopy } from './contract/openapi-document.ts';
+import type { Engine } from './engines/engine.ts';
+import { createErrorHandler, notFound } from './http/errors.ts';
+import { createBearerAuth, type KeyVerifier } from './middleware/bearer-auth.ts';
+import { createRequestId } from './middleware/request-id.ts';
+
+export interface AppDeps {
+  engine: Engine;
+  keys: KeyVerifier;
+  bodyLimitBytes: number;
+  validateResponses: boolean;
+  log?: Pick<Console, 'error'>;
+  newCompletionId?: () => string;
+}
+
+/**
+ * The whole request path, in order. Authentication runs before the body is parsed or validated,
+ * so a caller without a key learns nothing about the contract and costs no parsing.
+ */
+export function createApp(deps: AppDeps): Express {
+  const log = deps.log ?? console;
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.use(createRequestId());
+  app.use(createBearerAuth(deps.keys));
+  app.use(express.json({ limit: deps.bodyLimitBytes }));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: validatorCopy(loadContract()) as never,
+      validateRequests: true,
+      validateResponses: deps.validateResponses,
+      validateSecurity: false,
+    }),
+  );
+  app.post(
+    `${BASE_PATH}/chat/completions`,
+    createChatCompletionHandler({ engine: deps.engine, newCompletionId: deps.newCompletionId ?? newCompletionId, log }),
+  );
+  app.use((req, _res, next) => next(notFound(`Unknown URL: ${req.method} ${req.path}`)));
+  app.use(createErrorHandler(log));
+  return app;
+}

@@ -1,0 +1,102 @@
+import type { ChatCompletionRequest, ContentPart, Message, Tool } from '../api/types.ts';
+import type { EngineMessage, EngineToolChoice, GenerationRequest } from '../engines/engine.ts';
+import { invalidRequest } from '../http/errors.ts';
+
+/**
+ * Checks what the schema cannot express and turns the wire request into the engine's request.
+ * `null` in an optional field means the same as leaving it out.
+ */
+export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSignal): GenerationRequest {
+  const tools = body.tools ?? [];
+  checkToolNames(tools);
+  const messages = body.messages.map(toEngineMessage);
+  checkToolCallIds(messages);
+  const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  return {
+    messages,
+    maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
+    temperature: body.temperature ?? 1,
+    topP: body.top_p ?? 1,
+    stop: stop.filter((s) => s !== ''),
+    seed: body.seed ?? undefined,
+    responseFormat: body.response_format?.type === 'text' ? undefined : body.response_format,
+    tools,
+    toolChoice: toolChoiceOf(body, tools),
+    parallelToolCalls: body.parallel_tool_calls ?? true,
+    reasoningEffort: body.reasoning_effort ?? undefined,
+    signal,
+  };
+}
+
+function toEngineMessage(message: Message, i: number): EngineMessage {
+  const role = message.role === 'developer' ? 'system' : message.role;
+  if (message.content === null && !(role === 'assistant' && message.tool_calls?.length)) {
+    throw invalidRequest(`messages[${i}].content may be null only on an assistant message with tool_calls`,
+      'invalid_request', 'messages');
+  }
+  if (role === 'tool' && !message.tool_call_id) {
+    throw invalidRequest(`messages[${i}] has role "tool" but no tool_call_id`, 'invalid_request', 'messages');
+  }
+  return {
+    role,
+    content: flattenContent(message.content),
+    ...(message.name ? { name: message.name } : {}),
+    ...(message.tool_calls?.length ? { toolCalls: message.tool_calls } : {}),
+    ...(message.tool_call_id ? { toolCallId: message.tool_call_id } : {}),
+  };
+}
+
+/** Text parts joined; attachments are named until the MoA router turns them into context. */
+export function flattenContent(content: Message['content']): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return content.map(partText).filter((t) => t !== '').join('\n');
+}
+
+function partText(part: ContentPart): string {
+  switch (part.type) {
+    case 'text':
+      return part.text;
+    case 'image_url':
+      return '[image attached]';
+    case 'file':
+      return `[file attached: ${part.file.filename}]`;
+  }
+}
+
+function checkToolNames(tools: Tool[]): void {
+  const seen = new Set<string>();
+  for (const tool of tools) {
+    if (seen.has(tool.function.name)) {
+      throw invalidRequest(`tools: the function name "${tool.function.name}" is used twice`, 'invalid_request', 'tools');
+    }
+    seen.add(tool.function.name);
+  }
+}
+
+/** A tool message must answer a call an earlier assistant message made. */
+function checkToolCallIds(messages: EngineMessage[]): void {
+  const calls = new Set<string>();
+  messages.forEach((m, i) => {
+    m.toolCalls?.forEach((c) => calls.add(c.id));
+    if (m.role === 'tool' && !calls.has(m.toolCallId ?? '')) {
+      throw invalidRequest(`messages[${i}].tool_call_id "${m.toolCallId}" matches no earlier tool call`,
+        'invalid_request', 'messages');
+    }
+  });
+}
+
+function toolChoiceOf(body: ChatCompletionRequest, tools: Tool[]): EngineToolChoice {
+  const choice = body.tool_choice ?? 'auto';
+  if (tools.length === 0) {
+    if (choice === 'auto' || choice === 'none') return 'none';
+    throw invalidRequest('tool_choice asks for a tool call, but no tools were sent', 'invalid_request', 'tool_choice');
+  }
+  if (typeof choice === 'string') return choice;
+  const name = choice.function.name;
+  if (!tools.some((t) => t.function.name === name)) {
+    throw invalidRequest(`tool_choice names the function "${name}", which is not among tools`,
+      'unknown_function', 'tool_choice');
+  }
+  return { name };
+}

@@ -1,0 +1,56 @@
+import { fileURLToPath } from 'node:url';
+
+/** Every setting the service reads, from the environment, validated once at start. README lists them. */
+export interface Config {
+  host: string;
+  port: number;
+  bodyLimitBytes: number;
+  /** A key accepted in addition to the stored ones (scripts, tests); kept in memory only. */
+  apiKey: string | undefined;
+  keysFile: string;
+  validateResponses: boolean;
+  engine: 'scripted';
+}
+
+const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  return {
+    host: env.HOST ?? '127.0.0.1',
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 20 * 1024 * 1024, 1, 2 ** 31),
+    apiKey: env.SERVICE_API_KEY || undefined,
+    keysFile: env.KEYS_FILE ?? `${PROJECT_ROOT}data/keys.json`,
+    validateResponses: boolean(env, 'VALIDATE_RESPONSES', env.NODE_ENV !== 'production'),
+    engine: oneOf(env, 'ENGINE', ['scripted'] as const, 'scripted'),
+  };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}

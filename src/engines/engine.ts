@@ -1,0 +1,51 @@
+import type { FinishReason, ReasoningEffort, ResponseFormat, Tool, ToolCall } from '../api/types.ts';
+
+/** A conversation turn as engines see it: content flattened to text, roles normalised. */
+export interface EngineMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+  name?: string;
+  toolCalls?: ToolCall[];
+  toolCallId?: string;
+}
+
+export type EngineToolChoice = 'auto' | 'none' | 'required' | { name: string };
+
+export interface GenerationRequest {
+  messages: EngineMessage[];
+  /** Most tokens to generate; `undefined` means "what the context window leaves". */
+  maxTokens?: number;
+  temperature: number;
+  topP: number;
+  stop: string[];
+  seed?: number;
+  responseFormat?: ResponseFormat;
+  tools: Tool[];
+  toolChoice: EngineToolChoice;
+  parallelToolCalls: boolean;
+  reasoningEffort?: ReasoningEffort;
+  signal: AbortSignal;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/**
+ * What an engine yields, in order: reasoning deltas (when asked for), then content and tool-call
+ * deltas, then exactly one `done`. A tool call's first delta carries its id and name; later ones
+ * only add argument fragments under the same index.
+ */
+export type GenerationEvent =
+  | { type: 'reasoning'; text: string }
+  | { type: 'content'; text: string }
+  | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string }
+  | { type: 'done'; finishReason: FinishReason; usage: TokenUsage };
+
+export interface Engine {
+  /** Shown in logs and the startup banner. */
+  readonly description: string;
+  generate(request: GenerationRequest): AsyncIterable<GenerationEvent>;
+  close?(): Promise<void>;
+}

@@ -1,0 +1,111 @@
+import type { ErrorRequestHandler, Response } from 'express';
+import type { ErrorEnvelope, ErrorType } from '../api/types.ts';
+
+/** A failure that leaves the service in the spec's error envelope. */
+export class ServiceError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    readonly code: string,
+    message: string,
+    readonly param: string | null = null,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ServiceError';
+  }
+
+  toEnvelope(): ErrorEnvelope {
+    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
+  }
+}
+
+export const invalidRequest = (message: string, code = 'invalid_request', param: string | null = null) =>
+  new ServiceError(400, 'invalid_request_error', code, message, param);
+
+export const authenticationFailed = (message: string) =>
+  new ServiceError(401, 'authentication_error', 'invalid_api_key', message, null, {
+    'WWW-Authenticate': 'Bearer realm="service"',
+  });
+
+export const serviceUnavailable = (message: string, code = 'service_unavailable', retryAfterSeconds = 1) =>
+  new ServiceError(503, 'service_unavailable', code, message, null, { 'Retry-After': String(retryAfterSeconds) });
+
+export const internalError = (requestId: string) =>
+  new ServiceError(500, 'internal_error', 'internal_error', `Internal error (request id ${requestId}). It is safe to retry.`);
+
+/** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
+interface HttpLikeError {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  message?: string;
+  limit?: number;
+  headers?: Record<string, string>;
+  errors?: { path?: string; message?: string }[];
+}
+
+/**
+ * The ONE mapping from any failure to the error envelope. Everything the service throws, and
+ * everything its libraries throw, passes through here; anything unrecognised becomes a 500
+ * whose body hides the cause.
+ */
+export function toServiceError(err: unknown, requestId: string, url = ''): ServiceError {
+  if (err instanceof ServiceError) return err;
+  if (typeof err !== 'object' || err === null) return internalError(requestId);
+  const e = err as HttpLikeError;
+  const status = e.status ?? e.statusCode;
+
+  if (e.type === 'entity.parse.failed') {
+    return invalidRequest(`The body is not valid JSON: ${e.message ?? 'parse error'}`, 'invalid_json');
+  }
+  if (e.type === 'entity.too.large' || status === 413) {
+    const limit = e.limit ? ` of ${e.limit} bytes` : '';
+    return new ServiceError(413, 'payload_too_large', 'payload_too_large', `The request body exceeds the limit${limit}.`);
+  }
+  if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
+    return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type', e.message ?? 'Unsupported encoding.');
+  }
+  if (status === 400 && Array.isArray(e.errors)) return fromValidationErrors(e.errors);
+  if (status === 415) {
+    return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type',
+      `Unsupported Content-Type: send the body as application/json (${e.message ?? ''}).`);
+  }
+  if (status === 405) {
+    return new ServiceError(405, 'invalid_request_error', 'method_not_allowed', e.message ?? 'Method not allowed.',
+      null, e.headers ?? {});
+  }
+  if (status === 404) return notFound(`Unknown URL: ${url}`);
+  return internalError(requestId);
+}
+
+export const notFound = (message: string) =>
+  new ServiceError(404, 'invalid_request_error', 'unknown_url', message);
+
+/** The validator's paths look like `/body/messages/0/content`; callers know `messages.0.content`. */
+function fromValidationErrors(errors: { path?: string; message?: string }[]): ServiceError {
+  const field = (path = '') => path.replace(/^\/?(body|headers)\/?/, '').replaceAll('/', '.');
+  const messages = errors.map((x) => `${field(x.path) || 'body'}: ${x.message ?? 'is invalid'}`);
+  const param = field(errors[0]?.path).split('.')[0] || null;
+  return invalidRequest(`Invalid request: ${messages.join('; ')}`, 'invalid_request', param);
+}
+
+export function sendError(res: Response, error: ServiceError): void {
+  res.set(error.headers).status(error.status).json(error.toEnvelope());
+}
+
+type Logger = Pick<Console, 'error'>;
+
+/** Express's last middleware: maps, logs 500s with their request id, answers. */
+export function createErrorHandler(log: Logger): ErrorRequestHandler {
+  return function errorHandler(err, req, res, _next) {
+    const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
+    const error = toServiceError(err, requestId, `${req.method} ${req.path}`);
+    if (error.status === 500) log.error(`[${requestId}] ${req.method} ${req.originalUrl} failed:`, err);
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    sendError(res, error);
+  };
+}

@@ -1,0 +1,50 @@
+import type { Request, Response } from 'express';
+import { toServiceError } from './errors.ts';
+
+type Logger = Pick<Console, 'error'>;
+
+/**
+ * The one SSE writer. Writes each item as a `data:` event and ends with `data: [DONE]`. A failure
+ * after the stream has started cannot change the status any more, so it leaves as a final
+ * `data: {"error":…}` event. When the client goes away, `abort` fires so the producer stops work.
+ */
+export async function writeEventStream(
+  req: Request,
+  res: Response,
+  items: AsyncIterable<unknown>,
+  abort: AbortController,
+  log: Logger,
+): Promise<void> {
+  const onClose = () => {
+    if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+  };
+  res.on('close', onClose);
+  res.status(200).set({
+    'Content-Type': 'text/event-stream; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    Connection: 'keep-alive',
+    'X-Accel-Buffering': 'no',
+  });
+  res.flushHeaders();
+
+  const send = (data: string) => {
+    if (!res.writableEnded && !res.destroyed) res.write(`data: ${data}\n\n`);
+  };
+  try {
+    for await (const item of items) {
+      if (abort.signal.aborted) break;
+      send(JSON.stringify(item));
+    }
+  } catch (err) {
+    if (!abort.signal.aborted) {
+      const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
+      const error = toServiceError(err, requestId);
+      if (error.status === 500) log.error(`[${requestId}] ${req.method} ${req.originalUrl} failed mid-stream:`, err);
+      send(JSON.stringify(error.toEnvelope()));
+    }
+  } finally {
+    res.off('close', onClose);
+    send('[DONE]');
+    res.end();
+  }
+}

@@ -1,0 +1,53 @@
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type AppDeps, createApp } from '../app.ts';
+import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
+import { KeyStore } from '../keys/key-store.ts';
+
+export const TEST_KEY = 'sk-test-key';
+
+export interface TestServer {
+  baseUrl: string;
+  keys: KeyStore;
+  logged: unknown[][];
+  close(): Promise<void>;
+}
+
+/** Boots the real app on an ephemeral loopback port, with a scripted engine unless one is given. */
+export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise<TestServer> {
+  const keys = new KeyStore(join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), [TEST_KEY]);
+  const logged: unknown[][] = [];
+  const app = createApp({
+    engine: createScriptedEngine(echoScript),
+    keys,
+    bodyLimitBytes: 1024 * 1024,
+    validateResponses: true,
+    log: { error: (...args: unknown[]) => void logged.push(args) },
+    ...overrides,
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    keys,
+    logged,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export function postCompletion(baseUrl: string, body: unknown, headers: Record<string, string> = {}) {
+  return fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export const hello = { model: 'service', messages: [{ role: 'user', content: 'hello there' }] } as const;
