@@ -37,6 +37,23 @@ export class ServiceResponseError extends Error {
 }
 
 /**
+ * Sends a request without streaming and returns the completion. The operation's 200 answer is
+ * JSON or an event stream depending on `stream`; this narrows it to the JSON one.
+ */
+export async function createChatCompletion(
+  client: ServiceClient,
+  body: Omit<ChatCompletionRequest, 'stream'>,
+  headers: Record<string, string> = {},
+): Promise<ChatCompletionResponse> {
+  const { data, error, response } = await client.POST('/chat/completions', {
+    body: { ...body, stream: false },
+    params: { header: headers as never },
+  });
+  if (error !== undefined) throw new ServiceResponseError(response.status, error);
+  return data as ChatCompletionResponse;
+}
+
+/**
  * Sends a request with `stream: true` and yields each `data:` event as a typed chunk, until
  * `[DONE]`. An error event inside the stream is thrown as a ServiceResponseError.
  */
@@ -45,15 +62,13 @@ export async function* streamChatCompletion(
   body: Omit<ChatCompletionRequest, 'stream'>,
   headers: Record<string, string> = {},
 ): AsyncGenerator<ChatCompletionChunk> {
-  const { response } = await client.POST('/chat/completions', {
+  const { data, error, response } = await client.POST('/chat/completions', {
     body: { ...body, stream: true },
     params: { header: headers as never },
     parseAs: 'stream',
   });
-  if (!response.ok || !response.body) {
-    throw new ServiceResponseError(response.status, (await response.json()) as ErrorEnvelope);
-  }
-  const events = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+  if (error !== undefined || !data) throw new ServiceResponseError(response.status, error as ErrorEnvelope);
+  const events = data.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
   for await (const event of events) {
     if (event.data === '[DONE]') return;
     const data = JSON.parse(event.data) as ChatCompletionChunk | ErrorEnvelope;

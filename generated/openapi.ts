@@ -290,6 +290,30 @@ export interface components {
          * @enum {string}
          */
         TaskName: "ocr" | "stt" | "translate" | "web_search" | "scraper" | "object_detection" | "gui_detection" | "guardrails" | "code_sandbox";
+        /**
+         * @description One event of a streamed completion (this is the schema of each event, as OpenAPI 3.2's
+         *     `itemSchema` would state it). On the wire each event is one line `data: <JSON>` followed
+         *     by a blank line, where the JSON is a `ChatCompletionChunk`; the last event is the literal
+         *     `data: [DONE]`.
+         *
+         *     - Every chunk of one completion has the same `id`, `created` and `model`.
+         *     - The first chunk's delta carries `role: assistant`.
+         *     - `finish_reason` is `null` until the last chunk of the choice.
+         *     - With `stream_options.include_usage: true`, one more chunk follows with empty `choices`
+         *       and the `usage` of the whole completion; other chunks then carry `usage: null`.
+         *       Without it, a stream reports no usage.
+         *     - Tool calls stream as `delta.tool_calls`: the first delta of each call carries `index`,
+         *       `id`, `type` and `function.name`; later deltas carry fragments of
+         *       `function.arguments` under the same `index`.
+         *     - With `x-show-additional-info: true`, one chunk before the answer carries the precontext
+         *       as `<precontext>{"name":…,"result":…}</precontext>` in its content.
+         *     - An error after the stream has started arrives as a final `data: {"error":{…}}` event
+         *       (an `ErrorEnvelope`), then `data: [DONE]`.
+         */
+        ServerSentEvent: {
+            /** @description A `ChatCompletionChunk` or, once at the end of a failed stream, an `ErrorEnvelope`, as JSON text; or the literal `[DONE]`. */
+            data: string | "[DONE]";
+        };
         /** @description One `data:` event of a streamed completion. */
         ChatCompletionChunk: {
             id: components["schemas"]["CompletionId"];
@@ -448,7 +472,7 @@ export interface components {
     };
     requestBodies: never;
     headers: {
-        /** @description Id of this request, also written in the server log next to any failure. */
+        /** @description Id of this request, also written in the server log next to any failure. A well-formed `x-request-id` sent by the caller is echoed. */
         RequestId: string;
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
@@ -495,7 +519,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ChatCompletionResponse"];
-                    "text/event-stream": string;
+                    "text/event-stream": string | components["schemas"]["ServerSentEvent"];
                 };
             };
             400: components["responses"]["BadRequest"];

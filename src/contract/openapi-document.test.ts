@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { loadContract, validatorCopy } from './openapi-document.ts';
+import { loadContract, mockCopy, validatorCopy } from './openapi-document.ts';
 
 it('hands the validator a copy without discriminators and with a plain base path', () => {
   const contract = loadContract();
@@ -8,4 +8,9 @@ it('hands the validator a copy without discriminators and with a plain base path
   assert.match(JSON.stringify(contract), /"discriminator"/, 'the contract itself keeps them');
   assert.doesNotMatch(JSON.stringify(copy), /"discriminator"/);
   assert.deepEqual(copy.servers, [{ url: '/v1' }]);
+});
+
+it('hands Prism a copy whose paths carry the base path', () => {
+  const copy = mockCopy(loadContract(), 'http://127.0.0.1:4010');
+  assert.deepEqual(Object.keys(copy.paths as object), ['/v1/chat/completions']);
 });

@@ -26,6 +26,19 @@ export function validatorCopy(contract: Record<string, Json>): Record<string, Js
   return copy;
 }
 
+/**
+ * The copy Prism serves: Prism matches request paths against `paths` alone and ignores `servers`,
+ * so the copy writes the base path into each path, and the mock answers at the same `/v1/...`
+ * URLs as the service.
+ */
+export function mockCopy(contract: Record<string, Json>, origin: string): Record<string, Json> {
+  const copy = structuredClone(contract);
+  const paths = copy.paths as Record<string, Json>;
+  copy.paths = Object.fromEntries(Object.entries(paths).map(([path, item]) => [`${BASE_PATH}${path}`, item]));
+  copy.servers = [{ url: origin, description: 'The Prism mock' }];
+  return copy;
+}
+
 function withoutKey(value: Json, key: string): Json {
   if (Array.isArray(value)) return value.map((v) => withoutKey(v, key));
   if (value && typeof value === 'object') {

@@ -1,0 +1,84 @@
+# One entry point for every task. `make run` and `make test` set up whatever is missing first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PORT ?= 8080
+MOCK_PORT ?= 4010
+TEST_PORT ?= 8090
+TEST_KEY ?= sk-test-conformance
+FUZZ_EXAMPLES ?= 40
+
+NODE := node --import tsx
+TESTS := $(shell find src -name '*.test.ts' | sort)
+SERVE_FOR_TESTS := scripts/while-serving.sh http://127.0.0.1:$(TEST_PORT)/v1/chat/completions \
+	"PORT=$(TEST_PORT) SERVICE_API_KEY=$(TEST_KEY) KEYS_FILE=.cache/test-keys.json $(NODE) src/main.ts"
+
+.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test
+
+help:
+	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
+	@echo "make test   set up, then run every check CI runs"
+	@echo "make mock   serve the Prism mock of openapi.yaml on http://127.0.0.1:$(MOCK_PORT)/v1"
+	@echo "make generate | lint | typecheck | unit | contract | fuzz"
+
+# --- setup: installs only what is missing or out of date -------------------------------------
+setup: node_modules/.installed .venv/.installed
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+.venv/.installed: contract-tests/requirements.txt
+	python3 -m venv .venv
+	.venv/bin/pip install --quiet --disable-pip-version-check -r contract-tests/requirements.txt
+	touch $@
+
+# --- serving ----------------------------------------------------------------------------------
+run: setup
+	@$(NODE) src/keys/cli.ts ensure-dev
+	PORT=$(PORT) $(NODE) src/main.ts
+
+mock: setup
+	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
+	npx prism mock .cache/openapi.mock.yaml --host 127.0.0.1 --port $(MOCK_PORT)
+
+# --- the contract -----------------------------------------------------------------------------
+generate: node_modules/.installed
+	npx openapi-typescript openapi.yaml -o generated/openapi.ts --default-non-nullable false
+
+check-generated: node_modules/.installed
+	npx openapi-typescript openapi.yaml -o generated/openapi.ts --default-non-nullable false --check
+
+lint: node_modules/.installed
+	npx redocly lint openapi.yaml --format stylish
+	$(NODE) scripts/validate-contract.ts
+
+typecheck: node_modules/.installed
+	npx tsc -p .
+
+# --- tests ------------------------------------------------------------------------------------
+unit: node_modules/.installed
+	$(NODE) --test $(TESTS)
+
+contract: setup
+	$(SERVE_FOR_TESTS) env SERVICE_BASE_URL=http://127.0.0.1:$(TEST_PORT)/v1 SERVICE_API_KEY=$(TEST_KEY) \
+		$(NODE) --test contract-tests/conformance.test.ts
+
+contract-mock: setup
+	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
+	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions \
+		"npx prism mock .cache/openapi.mock.yaml --host 127.0.0.1 --port $(MOCK_PORT)" \
+		env MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(NODE) --test contract-tests/mock.test.ts
+
+fuzz: setup
+	$(SERVE_FOR_TESTS) contract-tests/fuzz.sh http://127.0.0.1:$(TEST_PORT)/v1 $(TEST_KEY) $(FUZZ_EXAMPLES)
+
+test: setup lint check-generated typecheck unit contract contract-mock fuzz
+	@echo "make test: every check passed"
+
+# Not part of `make test`: the mock answers from examples and fails some checks by design (README).
+fuzz-mock: setup
+	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
+	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions \
+		"npx prism mock .cache/openapi.mock.yaml --host 127.0.0.1 --port $(MOCK_PORT)" \
+		contract-tests/fuzz.sh http://127.0.0.1:$(MOCK_PORT)/v1 any-key $(FUZZ_EXAMPLES)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# usage: while-serving.sh URL 'SERVER COMMAND' COMMAND...
+# Starts the server in the background, waits until URL answers any HTTP status, runs COMMAND,
+# stops the server and exits with COMMAND's status. The server's log goes to .cache/.
+set -euo pipefail
+url=$1 server=$2
+shift 2
+mkdir -p .cache
+log=".cache/server-$(date +%s%N).log"
+bash -c "$server" >"$log" 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 600); do
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url" || true)
+  [ "$code" != "000" ] && break
+  if ! kill -0 $pid 2>/dev/null; then echo "server exited early; its log:" >&2; cat "$log" >&2; exit 1; fi
+  sleep 0.5
+done
+[ "$code" != "000" ] || { echo "server did not answer $url in time; its log:" >&2; cat "$log" >&2; exit 1; }
+"$@"
