@@ -22,11 +22,18 @@ help:
 	@echo "make generate | lint | typecheck | unit | contract | fuzz"
 
 # --- setup: installs only what is missing or out of date -------------------------------------
-setup: node_modules/.installed .venv/.installed
+MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 
+setup: node_modules/.installed .venv/.installed $(MODEL)
+
+# --omit=optional keeps node-llama-cpp's GPU builds out; the CPU build (@node-llama-cpp/linux-x64)
+# and esbuild's binary are direct dependencies instead.
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	npm ci --omit=optional --no-audit --no-fund
 	touch $@
+
+$(MODEL): scripts/install-model.sh
+	scripts/install-model.sh
 
 .venv/.installed: contract-tests/requirements.txt
 	python3 -m venv .venv

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 /** Every setting the service reads, from the environment, validated once at start. README lists them. */
@@ -9,7 +10,22 @@ export interface Config {
   apiKey: string | undefined;
   keysFile: string;
   validateResponses: boolean;
-  engine: 'scripted';
+  engine: 'local' | 'upstream';
+  local: {
+    modelPath: string;
+    contextSize: number;
+    threads: number;
+    parallel: number;
+  };
+  upstream: {
+    baseUrl: string | undefined;
+    apiKey: string | undefined;
+    model: string;
+    timeoutMs: number;
+    concurrency: number;
+  };
+  /** Requests that may wait for a generation slot before 503 `queue_full`. */
+  queueMaxWaiting: number;
 }
 
 const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -17,6 +33,9 @@ const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
 export class ConfigError extends Error {}
 
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  if (env.ENGINE === 'upstream' && !env.UPSTREAM_BASE_URL) {
+    throw new ConfigError('ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)');
+  }
   return {
     host: env.HOST ?? '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -24,7 +43,21 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     apiKey: env.SERVICE_API_KEY || undefined,
     keysFile: env.KEYS_FILE ?? `${PROJECT_ROOT}data/keys.json`,
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', env.NODE_ENV !== 'production'),
-    engine: oneOf(env, 'ENGINE', ['scripted'] as const, 'scripted'),
+    engine: oneOf(env, 'ENGINE', ['local', 'upstream'] as const, env.UPSTREAM_BASE_URL ? 'upstream' : 'local'),
+    local: {
+      modelPath: env.MODEL_PATH || `${PROJECT_ROOT}models/SmolLM2-135M-Instruct.Q4_1.gguf`,
+      contextSize: integer(env, 'CONTEXT_SIZE', 4096, 256, 1_048_576),
+      threads: integer(env, 'THREADS', availableParallelism(), 1, 256),
+      parallel: integer(env, 'PARALLEL', 2, 1, 64),
+    },
+    upstream: {
+      baseUrl: env.UPSTREAM_BASE_URL || undefined,
+      apiKey: env.UPSTREAM_API_KEY || undefined,
+      model: env.UPSTREAM_MODEL || 'service',
+      timeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 60_000, 1, 3_600_000),
+      concurrency: integer(env, 'UPSTREAM_CONCURRENCY', 16, 1, 1024),
+    },
+    queueMaxWaiting: integer(env, 'QUEUE_MAX_WAITING', 32, 0, 100_000),
   };
 }
 

@@ -1,18 +1,15 @@
 import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { createScriptedEngine, echoScript } from './engines/scripted-engine.ts';
+import { createEngine } from './engines/create-engine.ts';
 import { KeyStore } from './keys/key-store.ts';
 
-function start(): void {
+async function start(): Promise<void> {
   const config = loadConfig(process.env);
-  const engine = createScriptedEngine(echoScript);
-  console.warn(
-    '\n  WARNING: serving the SCRIPTED engine: answers echo the request; no model generates them.\n',
-  );
+  const engine = await createEngine(config);
   const keys = new KeyStore(config.keysFile, config.apiKey ? [config.apiKey] : []);
   const app = createApp({ engine, keys, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses });
   const server = app.listen(config.port, config.host, () => {
-    console.log(`Chat completion service on http://${config.host}:${config.port}/v1 (engine: ${engine.description})`);
+    console.log(`Chat completion service on http://${config.host}:${config.port}/v1\n  engine: ${engine.description}`);
   });
 
   const shutdown = (signal: string) => {
@@ -25,12 +22,7 @@ function start(): void {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
 }
 
-try {
-  start();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(`Configuration error: ${err.message}`);
-    process.exit(2);
-  }
-  throw err;
-}
+start().catch((err: unknown) => {
+  console.error(err instanceof ConfigError ? `Configuration error: ${err.message}` : err);
+  process.exit(err instanceof ConfigError ? 2 : 1);
+});

@@ -20,17 +20,20 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
     const generation = normalizeRequest(body, abort.signal);
     const meta = { id: deps.newCompletionId(), created: Math.floor(Date.now() / 1000), model: body.model };
     const events = deps.engine.generate(generation);
-
-    if (body.stream) {
-      const chunks = toChunks(meta, events, { includeUsage: body.stream_options?.include_usage === true });
-      await writeEventStream(req, res, chunks, abort, deps.log);
-      return;
+    try {
+      if (body.stream) {
+        const chunks = toChunks(meta, events, { includeUsage: body.stream_options?.include_usage === true });
+        await writeEventStream(req, res, chunks, abort, deps.log);
+        return;
+      }
+      res.on('close', () => {
+        if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+      });
+      const folded = await foldEvents(events);
+      res.json(toCompletionResponse(meta, folded, generation.reasoningEffort !== undefined));
+    } catch (err) {
+      if (abort.signal.aborted) return; // the client left: nobody to answer, nothing to log
+      throw err;
     }
-    const stopOnDisconnect = () => {
-      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
-    };
-    res.on('close', stopOnDisconnect);
-    const folded = await foldEvents(events);
-    res.json(toCompletionResponse(meta, folded, generation.reasoningEffort !== undefined));
   };
 }

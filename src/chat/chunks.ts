@@ -24,6 +24,10 @@ export async function* toChunks(
     ...(options.includeUsage ? { usage: null } : {}),
   });
 
+  // Wait for the engine's first event before the first chunk, so that a failure before any
+  // output (a full queue, an unreachable upstream) can still leave as an HTTP error.
+  const iterator = events[Symbol.asyncIterator]();
+  let next = await iterator.next();
   yield chunk({ role: 'assistant', content: '' });
   let thinking = false;
   const closeThinking = function* () {
@@ -33,7 +37,8 @@ export async function* toChunks(
     }
   };
 
-  for await (const event of events) {
+  for (; !next.done; next = await iterator.next()) {
+    const event = next.value;
     switch (event.type) {
       case 'reasoning':
         if (!thinking) {

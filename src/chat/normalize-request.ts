@@ -1,6 +1,7 @@
 import type { ChatCompletionRequest, ContentPart, Message, Tool } from '../api/types.ts';
-import type { EngineMessage, EngineToolChoice, GenerationRequest } from '../engines/engine.ts';
+import type { EngineMessage, EngineTool, EngineToolChoice, GenerationRequest, OutputFormat } from '../engines/engine.ts';
 import { invalidRequest } from '../http/errors.ts';
+import { compileSchema } from './json-schema.ts';
 
 /**
  * Checks what the schema cannot express and turns the wire request into the engine's request.
@@ -19,8 +20,8 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
     topP: body.top_p ?? 1,
     stop: stop.filter((s) => s !== ''),
     seed: body.seed ?? undefined,
-    responseFormat: body.response_format?.type === 'text' ? undefined : body.response_format,
-    tools,
+    output: outputFormatOf(body),
+    tools: tools.map(compileTool),
     toolChoice: toolChoiceOf(body, tools),
     parallelToolCalls: body.parallel_tool_calls ?? true,
     reasoningEffort: body.reasoning_effort ?? undefined,
@@ -62,6 +63,25 @@ function partText(part: ContentPart): string {
     case 'file':
       return `[file attached: ${part.file.filename}]`;
   }
+}
+
+function outputFormatOf(body: ChatCompletionRequest): OutputFormat {
+  const format = body.response_format;
+  if (!format || format.type === 'text') return { kind: 'text' };
+  if (format.type === 'json_object') {
+    return { kind: 'json', name: 'json_object', schema: compileSchema({ type: 'object' }, 'response_format') };
+  }
+  const { name, schema } = format.json_schema;
+  return { kind: 'json', name, schema: compileSchema(schema, 'response_format.json_schema.schema') };
+}
+
+function compileTool(tool: Tool, i: number): EngineTool {
+  const { name, description, parameters } = tool.function;
+  return {
+    name,
+    ...(description ? { description } : {}),
+    parameters: compileSchema(parameters ?? { type: 'object', properties: {} }, `tools[${i}].function.parameters`),
+  };
 }
 
 function checkToolNames(tools: Tool[]): void {

@@ -1,4 +1,5 @@
-import type { FinishReason, ReasoningEffort, ResponseFormat, Tool, ToolCall } from '../api/types.ts';
+import type { FinishReason, ReasoningEffort, ToolCall } from '../api/types.ts';
+import type { CompiledSchema } from '../chat/json-schema.ts';
 
 /** A conversation turn as engines see it: content flattened to text, roles normalised. */
 export interface EngineMessage {
@@ -11,6 +12,15 @@ export interface EngineMessage {
 
 export type EngineToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
+/** Plain text, or JSON text that must validate against a schema (`json_object` is `{type: object}`). */
+export type OutputFormat = { kind: 'text' } | { kind: 'json'; name: string; schema: CompiledSchema };
+
+export interface EngineTool {
+  name: string;
+  description?: string;
+  parameters: CompiledSchema;
+}
+
 export interface GenerationRequest {
   messages: EngineMessage[];
   /** Most tokens to generate; `undefined` means "what the context window leaves". */
@@ -19,8 +29,8 @@ export interface GenerationRequest {
   topP: number;
   stop: string[];
   seed?: number;
-  responseFormat?: ResponseFormat;
-  tools: Tool[];
+  output: OutputFormat;
+  tools: EngineTool[];
   toolChoice: EngineToolChoice;
   parallelToolCalls: boolean;
   reasoningEffort?: ReasoningEffort;
@@ -48,4 +58,6 @@ export interface Engine {
   readonly description: string;
   generate(request: GenerationRequest): AsyncIterable<GenerationEvent>;
   close?(): Promise<void>;
+  /** Tokens in `text` by the model's own tokenizer, where the engine has one at hand. */
+  countTokens?(text: string): number;
 }

@@ -5,7 +5,8 @@ type Logger = Pick<Console, 'error'>;
 
 /**
  * The one SSE writer. Writes each item as a `data:` event and ends with `data: [DONE]`. A failure
- * after the stream has started cannot change the status any more, so it leaves as a final
+ * before the first item is thrown, for the error handler to answer with a status; one after the
+ * stream has started cannot change the status any more, so it leaves as a final
  * `data: {"error":…}` event. When the client goes away, `abort` fires so the producer stops work.
  */
 export async function writeEventStream(
@@ -19,6 +20,15 @@ export async function writeEventStream(
     if (!res.writableFinished) abort.abort(new Error('client disconnected'));
   };
   res.on('close', onClose);
+  // The first item is awaited before the headers go out: until then a failure is an HTTP error.
+  const iterator = items[Symbol.asyncIterator]();
+  let next: IteratorResult<unknown>;
+  try {
+    next = await iterator.next();
+  } catch (err) {
+    res.off('close', onClose);
+    throw err;
+  }
   res.status(200).set({
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache',
@@ -31,9 +41,8 @@ export async function writeEventStream(
     if (!res.writableEnded && !res.destroyed) res.write(`data: ${data}\n\n`);
   };
   try {
-    for await (const item of items) {
-      if (abort.signal.aborted) break;
-      send(JSON.stringify(item));
+    for (; !next.done && !abort.signal.aborted; next = await iterator.next()) {
+      send(JSON.stringify(next.value));
     }
   } catch (err) {
     if (!abort.signal.aborted) {

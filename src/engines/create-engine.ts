@@ -1,0 +1,17 @@
+import { withVerifiedOutput } from '../chat/verified-output.ts';
+import type { Config } from '../config.ts';
+import type { Engine } from './engine.ts';
+import { createLocalEngine } from './local/local-engine.ts';
+import { withQueue } from './queued-engine.ts';
+import { createUpstreamEngine } from './upstream-engine.ts';
+
+/** The configured engine, with output verification inside and the fair queue around it. */
+export async function createEngine(config: Config): Promise<Engine> {
+  if (config.engine === 'upstream') {
+    const { baseUrl, apiKey, model, timeoutMs, concurrency } = config.upstream;
+    const upstream = createUpstreamEngine({ baseUrl: baseUrl!, ...(apiKey ? { apiKey } : {}), model, timeoutMs });
+    return withQueue(withVerifiedOutput(upstream), { concurrency, maxWaiting: config.queueMaxWaiting });
+  }
+  const local = await createLocalEngine(config.local);
+  return withQueue(withVerifiedOutput(local), { concurrency: config.local.parallel, maxWaiting: config.queueMaxWaiting });
+}

@@ -1,0 +1,203 @@
+import {
+  type ChatHistoryItem,
+  getLlama,
+  LlamaChat,
+  type LlamaContextSequence,
+  type LlamaGrammar,
+  LlamaLogLevel,
+} from 'node-llama-cpp';
+import type { FinishReason, ReasoningEffort } from '../../api/types.ts';
+import { AsyncQueue } from '../../chat/async-queue.ts';
+import { invalidRequest } from '../../http/errors.ts';
+import type { Engine, EngineTool, GenerationEvent, GenerationRequest, TokenUsage } from '../engine.ts';
+import { describeTools, toChatHistory, withInstruction } from './chat-history.ts';
+
+export interface LocalEngineOptions {
+  modelPath: string;
+  /** Tokens of context per sequence. */
+  contextSize: number;
+  threads: number;
+  /** Sequences generated at once; requests beyond them wait in the queue. */
+  parallel: number;
+}
+
+/** The contract's largest `max_tokens`, also its default: it means "as much as the window allows". */
+const CONTRACT_MAX_TOKENS = 32000;
+const THINKING_BUDGET: Record<ReasoningEffort, number> = { low: 128, medium: 512, high: 2048 };
+const DECISION_MAX_TOKENS = 64;
+
+interface PassResult {
+  text: string;
+  finishReason: FinishReason;
+  usage: TokenUsage;
+}
+
+interface PassOptions {
+  maxTokens: number;
+  grammar?: LlamaGrammar;
+  stop?: string[];
+}
+
+/**
+ * The embedded engine: a GGUF model run by node-llama-cpp on the CPU, from prebuilt binaries only.
+ * JSON output and tool arguments are decoded under a grammar made from their schema; a tool is
+ * chosen by a short grammar-constrained decision; reasoning is a real first thinking pass whose
+ * trace the answer pass reads (small models have no native reasoning).
+ */
+export async function createLocalEngine(options: LocalEngineOptions): Promise<Engine> {
+  const llama = await getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, maxThreads: options.threads, logLevel: LlamaLogLevel.error });
+  const model = await llama.loadModel({ modelPath: options.modelPath, gpuLayers: 0 });
+  const context = await model.createContext({
+    contextSize: options.contextSize * options.parallel,
+    sequences: options.parallel,
+    threads: options.threads,
+  });
+  const free: LlamaContextSequence[] = Array.from({ length: options.parallel }, () => context.getSequence());
+  const jsonGrammar = await llama.getGrammarFor('json');
+
+  /** One generation on one sequence, its text streamed to `onText`. */
+  async function runPass(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
+    pass: PassOptions, onText: (text: string) => void): Promise<PassResult> {
+    const chat = new LlamaChat({ contextSequence: sequence });
+    try {
+      let completionTokens = 0;
+      const result = await chat.generateResponse(history, {
+        maxTokens: pass.maxTokens,
+        temperature: request.temperature,
+        topP: request.topP,
+        ...(request.seed !== undefined ? { seed: request.seed } : {}),
+        ...(pass.grammar ? { grammar: pass.grammar } : {}),
+        ...(pass.stop?.length ? { customStopTriggers: pass.stop } : {}),
+        signal: request.signal,
+        stopOnAbortSignal: true,
+        onTextChunk: onText,
+        onToken: (tokens) => void (completionTokens += tokens.length),
+      });
+      const finishReason: FinishReason = result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
+      return { text: result.response, finishReason, usage: { promptTokens: promptTokens(chat, history), completionTokens } };
+    } finally {
+      chat.dispose({ disposeSequence: false });
+    }
+  }
+
+  const promptTokens = (chat: LlamaChat, history: ChatHistoryItem[]) =>
+    chat.chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer).length;
+
+  /** Runs a pass and yields its text as events of the given shape; returns the pass's result. */
+  async function* streamPass(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
+    pass: PassOptions, toEvent: (text: string) => GenerationEvent): AsyncGenerator<GenerationEvent, PassResult> {
+    const queue = new AsyncQueue<string>();
+    const done = runPass(sequence, history, request, pass, (text) => queue.push(text));
+    done.then(() => queue.end(), (err) => queue.fail(err));
+    for await (const text of queue) yield toEvent(text);
+    return await done;
+  }
+
+  /** Tokens the answer may use: what the window leaves, and an explicit smaller `max_tokens` must fit. */
+  function answerBudget(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest): number {
+    const chat = new LlamaChat({ contextSequence: sequence });
+    const used = promptTokens(chat, history);
+    chat.dispose({ disposeSequence: false });
+    const left = options.contextSize - used;
+    const asked = request.maxTokens;
+    if (left <= 0 || (asked !== undefined && asked < CONTRACT_MAX_TOKENS && asked > left)) {
+      throw invalidRequest(
+        `The conversation takes ${used} tokens; with max_tokens ${asked ?? 'unset'} it exceeds this model's context window of ${options.contextSize} tokens.`,
+        'context_length_exceeded', 'messages');
+    }
+    return Math.min(asked ?? left, left);
+  }
+
+  async function grammarFor(schema: Record<string, unknown>): Promise<LlamaGrammar> {
+    try {
+      return await llama.createGrammarForJsonSchema(schema as never);
+    } catch {
+      return jsonGrammar; // a schema the grammar builder cannot express: any JSON, checked by Ajv after
+    }
+  }
+
+  /** Which tool to call, if any: a short answer constrained to the tool names. */
+  async function chooseTool(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
+    usage: TokenUsage): Promise<EngineTool | undefined> {
+    const { tools, toolChoice } = request;
+    if (tools.length === 0 || toolChoice === 'none') return undefined;
+    if (typeof toolChoice === 'object') return tools.find((t) => t.name === toolChoice.name);
+    const names = tools.map((t) => t.name);
+    const choices = toolChoice === 'required' ? names : [...names, 'none'];
+    const instruction = `You can call these tools:\n${describeTools(tools)}\n` +
+      (toolChoice === 'required'
+        ? 'Name the tool to call now, as JSON {"tool": NAME}.'
+        : 'If one of them is needed to answer the last message, name it; otherwise say "none". Reply as JSON {"tool": NAME}.');
+    const grammar = await grammarFor({ type: 'object', properties: { tool: { enum: choices } }, required: ['tool'] });
+    const decision = await runPass(sequence, withInstruction(history, instruction), request,
+      { maxTokens: DECISION_MAX_TOKENS, grammar }, () => {});
+    add(usage, decision.usage);
+    const chosen = parseToolName(decision.text);
+    return tools.find((t) => t.name === chosen) ?? (toolChoice === 'required' ? tools[0] : undefined);
+  }
+
+  return {
+    description: `local model ${options.modelPath} (node-llama-cpp, CPU, context ${options.contextSize}, ${options.parallel} parallel)`,
+    countTokens: (text) => model.tokenize(text).length,
+    close: async () => {
+      await context.dispose();
+      await model.dispose();
+      await llama.dispose();
+    },
+    async *generate(request) {
+      const sequence = free.pop();
+      if (!sequence) throw new Error('no free sequence: the queue must limit concurrency to `parallel`');
+      try {
+        const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+        let history = toChatHistory(request.messages);
+        let budget = answerBudget(sequence, history, request);
+
+        if (request.reasoningEffort) {
+          const thinking = withInstruction(history,
+            'Think step by step about how to answer this. Write only your reasoning; do not give the final answer yet.');
+          const maxTokens = Math.min(THINKING_BUDGET[request.reasoningEffort], Math.floor(budget / 2));
+          const trace = yield* streamPass(sequence, thinking, request, { maxTokens }, (text) => ({ type: 'reasoning', text }));
+          add(usage, trace.usage);
+          history = withInstruction(history, `Your reasoning so far:\n${trace.text.trim()}\n\nNow give only the final answer.`);
+          budget = answerBudget(sequence, history, request);
+        }
+
+        const tool = await chooseTool(sequence, history, request, usage);
+        if (tool) {
+          const instruction = `Call the tool ${tool.name}. Reply with only its arguments as JSON that matches this schema: ${JSON.stringify(tool.parameters.schema)}`;
+          const id = `call_${crypto.randomUUID().replaceAll('-', '').slice(0, 24)}`;
+          yield { type: 'tool_call', index: 0, id, name: tool.name, arguments: '' };
+          const args = yield* streamPass(sequence, withInstruction(history, instruction), request,
+            { maxTokens: budget, grammar: await grammarFor(tool.parameters.schema) },
+            (text) => ({ type: 'tool_call', index: 0, arguments: text }));
+          add(usage, args.usage);
+          yield { type: 'done', finishReason: args.finishReason === 'length' ? 'length' : 'tool_calls', usage };
+          return;
+        }
+
+        const grammar = request.output.kind === 'json' ? await grammarFor(request.output.schema.schema) : undefined;
+        const answer = yield* streamPass(sequence, history, request,
+          { maxTokens: budget, ...(grammar ? { grammar } : {}), stop: request.stop },
+          (text) => ({ type: 'content', text }));
+        add(usage, answer.usage);
+        yield { type: 'done', finishReason: answer.finishReason, usage };
+      } finally {
+        free.push(sequence);
+      }
+    },
+  };
+}
+
+function parseToolName(text: string): string | undefined {
+  try {
+    return (JSON.parse(text) as { tool?: string }).tool;
+  } catch {
+    return undefined; // cut short: no decision
+  }
+}
+
+function add(total: TokenUsage, more: TokenUsage): void {
+  total.promptTokens += more.promptTokens;
+  total.completionTokens += more.completionTokens;
+}
+

@@ -1,0 +1,197 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import type { FinishReason } from '../api/types.ts';
+import { ThinkTagSplitter } from '../chat/think-tags.ts';
+import { ServiceError, serviceUnavailable } from '../http/errors.ts';
+import type { Engine, EngineMessage, GenerationEvent, GenerationRequest } from './engine.ts';
+
+export interface UpstreamOptions {
+  /** Base URL of any OpenAI-compatible API, ending where `/chat/completions` is appended. */
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  /** Longest wait for the upstream's headers, and then between two of its events. */
+  timeoutMs: number;
+}
+
+/** The parts of an upstream stream chunk this engine reads; everything else is ignored. */
+interface UpstreamChunk {
+  choices?: {
+    delta?: {
+      content?: string | null;
+      reasoning_content?: string | null;
+      reasoning?: string | null;
+      tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
+    };
+    finish_reason?: string | null;
+  }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  error?: { message?: string; type?: string; code?: string };
+}
+
+/**
+ * Any OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, a hosted API, or another
+ * instance of this service). It always streams from the upstream, so one code path serves both
+ * modes, and reads reasoning from `reasoning_content`, `reasoning` or leading `<think>` tags.
+ */
+export function createUpstreamEngine(options: UpstreamOptions): Engine {
+  const url = `${options.baseUrl.replace(/\/$/, '')}/chat/completions`;
+  return {
+    description: `OpenAI-compatible upstream ${url} (model ${options.model})`,
+    async *generate(request) {
+      const idle = new IdleTimeout(options.timeoutMs);
+      const signal = AbortSignal.any([request.signal, idle.signal]);
+      try {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            Accept: 'text/event-stream',
+            ...(options.apiKey ? { Authorization: `Bearer ${options.apiKey}` } : {}),
+          },
+          body: JSON.stringify(upstreamBody(options.model, request)),
+          signal,
+        });
+        if (!response.ok || !response.body) throw await upstreamFailure(response);
+        idle.reset();
+        yield* readStream(response.body, idle);
+      } catch (err) {
+        if (request.signal.aborted) return; // the client left; nobody is listening
+        if (err instanceof ServiceError) throw err;
+        const reason = idle.signal.aborted ? `no answer within ${options.timeoutMs} ms` : (err as Error).message;
+        throw serviceUnavailable(`The upstream model is unavailable (${reason}). Retry later.`, 'upstream_unavailable');
+      } finally {
+        idle.clear();
+      }
+    },
+  };
+}
+
+function upstreamBody(model: string, request: GenerationRequest) {
+  const { output, tools, toolChoice } = request;
+  return {
+    model,
+    messages: request.messages.map(toWireMessage),
+    stream: true,
+    stream_options: { include_usage: true },
+    ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
+    temperature: request.temperature,
+    top_p: request.topP,
+    ...(request.stop.length ? { stop: request.stop } : {}),
+    ...(request.seed !== undefined ? { seed: request.seed } : {}),
+    ...(request.reasoningEffort ? { reasoning_effort: request.reasoningEffort } : {}),
+    ...(output.kind === 'json'
+      ? { response_format: { type: 'json_schema', json_schema: { name: output.name, schema: output.schema.schema, strict: true } } }
+      : {}),
+    ...(tools.length
+      ? {
+          tools: tools.map((t) => ({
+            type: 'function',
+            function: { name: t.name, description: t.description, parameters: t.parameters.schema },
+          })),
+          tool_choice: typeof toolChoice === 'string' ? toolChoice : { type: 'function', function: { name: toolChoice.name } },
+          parallel_tool_calls: request.parallelToolCalls,
+        }
+      : {}),
+  };
+}
+
+function toWireMessage(m: EngineMessage) {
+  return {
+    role: m.role,
+    content: m.toolCalls && m.content === '' ? null : m.content,
+    ...(m.name ? { name: m.name } : {}),
+    ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
+    ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
+  };
+}
+
+async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout): AsyncGenerator<GenerationEvent> {
+  const queue: EventSourceMessage[] = [];
+  const parser = createParser({ onEvent: (event) => queue.push(event) });
+  const decoder = new TextDecoder();
+  const think = new ThinkTagSplitter();
+  let finishReason: FinishReason = 'stop';
+  let usage = { promptTokens: 0, completionTokens: 0 };
+
+  for await (const bytes of body) {
+    idle.reset();
+    parser.feed(decoder.decode(bytes, { stream: true }));
+    for (const event of queue.splice(0)) {
+      if (event.data === '[DONE]') continue;
+      const chunk = JSON.parse(event.data) as UpstreamChunk;
+      if (chunk.error) throw new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed: ${chunk.error.message ?? 'unknown error'}`);
+      if (chunk.usage) {
+        usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
+      }
+      const choice = chunk.choices?.[0];
+      const delta = choice?.delta;
+      const reasoning = delta?.reasoning_content ?? delta?.reasoning;
+      if (reasoning) yield { type: 'reasoning', text: reasoning };
+      if (delta?.content) yield* think.push(delta.content);
+      for (const call of delta?.tool_calls ?? []) {
+        yield {
+          type: 'tool_call',
+          index: call.index ?? 0,
+          ...(call.id ? { id: call.id } : {}),
+          ...(call.function?.name ? { name: call.function.name } : {}),
+          arguments: call.function?.arguments ?? '',
+        };
+      }
+      if (choice?.finish_reason) finishReason = toFinishReason(choice.finish_reason);
+    }
+  }
+  yield* think.flush();
+  yield { type: 'done', finishReason, usage };
+}
+
+function toFinishReason(value: string): FinishReason {
+  if (value === 'length') return 'length';
+  if (value === 'tool_calls' || value === 'function_call') return 'tool_calls';
+  return 'stop';
+}
+
+/**
+ * Maps the upstream's refusal: its capacity problems are ours (503), a request it rejects is the
+ * caller's (400, its message kept), and anything else is a fault on our side (500).
+ */
+async function upstreamFailure(response: Response): Promise<ServiceError> {
+  const text = await response.text().catch(() => '');
+  let detail = text.slice(0, 500);
+  let code: string | undefined;
+  try {
+    const parsed = JSON.parse(text) as UpstreamChunk;
+    detail = parsed.error?.message ?? detail;
+    code = parsed.error?.code ?? undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  const status = response.status;
+  if (status === 429 || status === 502 || status === 503 || status === 504) {
+    const retryAfter = Number(response.headers.get('retry-after')) || 1;
+    return serviceUnavailable(`The upstream model is overloaded (HTTP ${status}). Retry later.`, 'upstream_unavailable', retryAfter);
+  }
+  if (status === 400 || status === 413 || status === 422) {
+    return new ServiceError(400, 'invalid_request_error', code ?? 'upstream_rejected', `The upstream model rejected the request: ${detail}`);
+  }
+  return new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed with HTTP ${status}.`);
+}
+
+/** An abort signal that fires when `reset` has not been called for `ms`. */
+class IdleTimeout {
+  private readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  readonly signal = this.controller.signal;
+
+  constructor(private readonly ms: number) {
+    this.reset();
+  }
+
+  reset(): void {
+    this.clear();
+    this.timer = setTimeout(() => this.controller.abort(new Error('upstream timeout')), this.ms);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
+}
