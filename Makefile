@@ -5,13 +5,20 @@ SHELL := /bin/bash
 PORT ?= 8080
 MOCK_PORT ?= 4010
 TEST_PORT ?= 8090
+CHAINED_PORT ?= 8091
 TEST_KEY ?= sk-test-conformance
 FUZZ_EXAMPLES ?= 40
 
 NODE := node --import tsx
 TESTS := $(shell find src -name '*.test.ts' | sort)
-SERVE_FOR_TESTS := scripts/while-serving.sh http://127.0.0.1:$(TEST_PORT)/v1/chat/completions \
-	"PORT=$(TEST_PORT) SERVICE_API_KEY=$(TEST_KEY) KEYS_FILE=.cache/test-keys.json $(NODE) src/main.ts"
+# The test deployment: the local engine, and a second instance that uses the first as its upstream.
+LOCAL_URL := http://127.0.0.1:$(TEST_PORT)/v1
+CHAINED_URL := http://127.0.0.1:$(CHAINED_PORT)/v1
+TEST_ENV := SERVICE_API_KEY=$(TEST_KEY) KEYS_FILE=.cache/test-keys.json CONTEXT_SIZE=4096
+SERVE_LOCAL := scripts/while-serving.sh $(LOCAL_URL)/chat/completions "PORT=$(TEST_PORT) $(TEST_ENV) $(NODE) src/main.ts"
+SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
+	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
+SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096
 
 .PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test
 
@@ -27,7 +34,8 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 setup: node_modules/.installed .venv/.installed $(MODEL)
 
 # --omit=optional keeps node-llama-cpp's GPU builds out; the CPU build (@node-llama-cpp/linux-x64)
-# and esbuild's binary are direct dependencies instead.
+# and esbuild's binary are direct dependencies instead, and package.json's
+# config.nodeLlamaCppPostinstall=skip stops node-llama-cpp from building llama.cpp from source.
 node_modules/.installed: package.json package-lock.json
 	npm ci --omit=optional --no-audit --no-fund
 	touch $@
@@ -68,8 +76,7 @@ unit: node_modules/.installed
 	$(NODE) --test $(TESTS)
 
 contract: setup
-	$(SERVE_FOR_TESTS) env SERVICE_BASE_URL=http://127.0.0.1:$(TEST_PORT)/v1 SERVICE_API_KEY=$(TEST_KEY) \
-		$(NODE) --test contract-tests/conformance.test.ts
+	$(SERVE_LOCAL) $(SERVE_CHAINED) env $(SUITE_ENV) contract-tests/run-suites.sh $(LOCAL_URL) $(CHAINED_URL)
 
 contract-mock: setup
 	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
@@ -78,7 +85,7 @@ contract-mock: setup
 		env MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(NODE) --test contract-tests/mock.test.ts
 
 fuzz: setup
-	$(SERVE_FOR_TESTS) contract-tests/fuzz.sh http://127.0.0.1:$(TEST_PORT)/v1 $(TEST_KEY) $(FUZZ_EXAMPLES)
+	$(SERVE_LOCAL) contract-tests/fuzz.sh $(LOCAL_URL) $(TEST_KEY) $(FUZZ_EXAMPLES)
 
 test: setup lint check-generated typecheck unit contract contract-mock fuzz
 	@echo "make test: every check passed"
@@ -89,3 +96,7 @@ fuzz-mock: setup
 	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions \
 		"npx prism mock .cache/openapi.mock.yaml --host 127.0.0.1 --port $(MOCK_PORT)" \
 		contract-tests/fuzz.sh http://127.0.0.1:$(MOCK_PORT)/v1 any-key $(FUZZ_EXAMPLES)
+
+# Speed and memory, side by side with node-llama-cpp called directly (bench/, README).
+bench: setup
+	$(NODE) bench/local-engine.bench.ts

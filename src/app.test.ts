@@ -202,3 +202,39 @@ describe('the official openai SDK', () => {
     assert.equal(text, 'hi you');
   });
 });
+
+describe('engine resources', () => {
+  it('are released after every stream, so a one-slot queue serves streams one after another', { timeout: 10_000 }, async () => {
+    const { withQueue } = await import('./engines/queued-engine.ts');
+    const { echoScript } = await import('./engines/scripted-engine.ts');
+    const server = await startTestServer({ engine: withQueue(createScriptedEngine(echoScript), { concurrency: 1, maxWaiting: 0 }) });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const res = await postCompletion(server.baseUrl, { ...hello, stream: true });
+        assert.equal(res.status, 200, `stream ${i}`);
+        assert.match(await res.text(), /data: \[DONE\]/);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('answer a full queue with 503 and Retry-After before any stream starts', async () => {
+    const { withQueue } = await import('./engines/queued-engine.ts');
+    const slow = createScriptedEngine(() => [
+      { type: 'content', text: 'slow' },
+      { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } },
+    ], 300);
+    const server = await startTestServer({ engine: withQueue(slow, { concurrency: 1, maxWaiting: 0 }) });
+    try {
+      const first = postCompletion(server.baseUrl, hello);
+      await new Promise((r) => setTimeout(r, 50));
+      const refused = await postCompletion(server.baseUrl, { ...hello, stream: true });
+      assert.equal(refused.headers.get('retry-after'), '1');
+      await expectError(refused, 503, 'service_unavailable', 'queue_full');
+      assert.equal((await first).status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -8,7 +8,9 @@ export interface ChunkOptions {
 
 /**
  * Turns the engine's event stream into wire chunks: the streaming path. Reasoning goes first,
- * inside <think>…</think> in content deltas, as the spec asks; the first chunk carries the role.
+ * inside <think>…</think> in content deltas, as the spec asks. The first chunk, carrying the role,
+ * waits for the engine's first event, so that a failure before any output (a full queue, an
+ * unreachable upstream) can still leave as an HTTP error.
  */
 export async function* toChunks(
   meta: CompletionMeta,
@@ -23,12 +25,7 @@ export async function* toChunks(
     choices: [{ index: 0, delta, finish_reason: finishReason }],
     ...(options.includeUsage ? { usage: null } : {}),
   });
-
-  // Wait for the engine's first event before the first chunk, so that a failure before any
-  // output (a full queue, an unreachable upstream) can still leave as an HTTP error.
-  const iterator = events[Symbol.asyncIterator]();
-  let next = await iterator.next();
-  yield chunk({ role: 'assistant', content: '' });
+  let started = false;
   let thinking = false;
   const closeThinking = function* () {
     if (thinking) {
@@ -37,8 +34,13 @@ export async function* toChunks(
     }
   };
 
-  for (; !next.done; next = await iterator.next()) {
-    const event = next.value;
+  // `for await` also closes the engine's stream when this one ends early, so the engine can
+  // release what it holds (a queue slot, a sequence).
+  for await (const event of events) {
+    if (!started) {
+      started = true;
+      yield chunk({ role: 'assistant', content: '' });
+    }
     switch (event.type) {
       case 'reasoning':
         if (!thinking) {
@@ -64,14 +66,15 @@ export async function* toChunks(
           ],
         });
         break;
-      case 'done':
+      case 'done': {
         yield* closeThinking();
         yield chunk({}, event.finishReason);
+        const { id, created, model } = meta;
         if (options.includeUsage) {
-          const { id, created, model } = meta;
           yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: toWireUsage(event.usage) };
         }
         return;
+      }
     }
   }
   throw new Error('engine stream ended without a done event');

@@ -27,6 +27,7 @@ export async function writeEventStream(
     next = await iterator.next();
   } catch (err) {
     res.off('close', onClose);
+    await iterator.return?.();
     throw err;
   }
   res.status(200).set({
@@ -53,6 +54,7 @@ export async function writeEventStream(
     }
   } finally {
     res.off('close', onClose);
+    await iterator.return?.();
     send('[DONE]');
     res.end();
   }

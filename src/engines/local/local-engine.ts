@@ -58,6 +58,8 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
   /** One generation on one sequence, its text streamed to `onText`. */
   async function runPass(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
     pass: PassOptions, onText: (text: string) => void): Promise<PassResult> {
+    // A seed reproduces an answer only from a clean state: cached tokens would change the sampling.
+    if (request.seed !== undefined) await sequence.clearHistory();
     const chat = new LlamaChat({ contextSequence: sequence });
     try {
       let completionTokens = 0;

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { foldEvents } from '../chat/fold.ts';
+import { normalizeRequest } from '../chat/normalize-request.ts';
+import { ServiceError } from '../http/errors.ts';
+import type { Engine } from './engine.ts';
+import { withQueue } from './queued-engine.ts';
+
+/** An engine whose generations finish only when the test says so. */
+function gatedEngine() {
+  const started: string[] = [];
+  const gates = new Map<string, () => void>();
+  let running = 0;
+  let maxRunning = 0;
+  const engine: Engine = {
+    description: 'gated',
+    async *generate(request) {
+      const name = request.messages[0]!.content;
+      started.push(name);
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await new Promise<void>((resolve) => gates.set(name, resolve));
+      running--;
+      yield { type: 'done', finishReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 } };
+    },
+  };
+  const release = async (name: string) => {
+    while (!gates.has(name)) await new Promise((r) => setTimeout(r, 1));
+    gates.get(name)!();
+  };
+  return { engine, started, release, maxRunning: () => maxRunning };
+}
+
+const ask = (engine: Engine, name: string, signal = new AbortController().signal) =>
+  foldEvents(engine.generate(normalizeRequest({ model: 'service', messages: [{ role: 'user', content: name }] } as never, signal)));
+
+describe('withQueue', () => {
+  it('runs at most `concurrency` at once and starts the waiting ones in arrival order', async () => {
+    const gated = gatedEngine();
+    const queued = withQueue(gated.engine, { concurrency: 2, maxWaiting: 10 });
+    const all = ['a', 'b', 'c', 'd', 'e'].map((n) => ask(queued, n));
+    for (const n of ['a', 'b', 'c', 'd', 'e']) await gated.release(n);
+    await Promise.all(all);
+    assert.deepEqual(gated.started, ['a', 'b', 'c', 'd', 'e']);
+    assert.equal(gated.maxRunning(), 2);
+  });
+
+  it('refuses at once with 503 queue_full and Retry-After when the queue is full', async () => {
+    const gated = gatedEngine();
+    const queued = withQueue(gated.engine, { concurrency: 1, maxWaiting: 1 });
+    const first = ask(queued, 'a');
+    const second = ask(queued, 'b');
+    await assert.rejects(ask(queued, 'c'), (e: unknown) =>
+      e instanceof ServiceError && e.status === 503 && e.code === 'queue_full' && e.headers['Retry-After'] === '1');
+    await gated.release('a');
+    await gated.release('b');
+    await Promise.all([first, second]);
+  });
+
+  it('gives up the place of a request whose client left while it waited', async () => {
+    const gated = gatedEngine();
+    const queued = withQueue(gated.engine, { concurrency: 1, maxWaiting: 5 });
+    const first = ask(queued, 'a');
+    const leaving = new AbortController();
+    const abandoned = ask(queued, 'b', leaving.signal);
+    const third = ask(queued, 'c');
+    leaving.abort(new Error('client left'));
+    await assert.rejects(abandoned, /client left/);
+    await gated.release('a');
+    await gated.release('c');
+    await Promise.all([first, third]);
+    assert.deepEqual(gated.started, ['a', 'c']);
+  });
+});

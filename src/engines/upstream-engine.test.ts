@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { foldEvents } from '../chat/fold.ts';
+import { normalizeRequest } from '../chat/normalize-request.ts';
+import { ServiceError } from '../http/errors.ts';
+import { delta, sendStream, startFakeUpstream } from '../testing/fake-upstream.ts';
+import { createUpstreamEngine } from './upstream-engine.ts';
+
+const request = (extra: Record<string, unknown> = {}, signal = new AbortController().signal) =>
+  normalizeRequest({ model: 'service', messages: [{ role: 'user', content: 'hi' }], ...extra } as never, signal);
+
+const engineFor = (baseUrl: string, timeoutMs = 2000) => createUpstreamEngine({ baseUrl, model: 'm', apiKey: 'k', timeoutMs });
+
+describe('upstream engine', () => {
+  const closers: (() => Promise<void>)[] = [];
+  after(() => Promise.all(closers.map((c) => c())));
+
+  it('passes the request on and reads content, reasoning, tool calls and usage', async () => {
+    const upstream = await startFakeUpstream((_body, res) =>
+      sendStream(res, [
+        delta({ role: 'assistant', reasoning_content: 'hmm' }),
+        delta({ content: 'Hel' }),
+        delta({ content: 'lo' }),
+        delta({ tool_calls: [{ index: 0, id: 'c1', function: { name: 'f', arguments: '{"a"' } }] }),
+        delta({ tool_calls: [{ index: 0, function: { arguments: ':1}' } }] }, 'tool_calls'),
+        { choices: [], usage: { prompt_tokens: 5, completion_tokens: 7 } },
+      ]));
+    closers.push(upstream.close);
+    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request({ temperature: 0.5, seed: 3, stop: 'x' })));
+    assert.equal(folded.content, 'Hello');
+    assert.equal(folded.reasoning, 'hmm');
+    assert.deepEqual(folded.toolCalls, [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }]);
+    assert.equal(folded.finishReason, 'tool_calls');
+    assert.deepEqual(folded.usage, { promptTokens: 5, completionTokens: 7 });
+    const sent = upstream.requests[0]!;
+    assert.equal(sent.model, 'm');
+    assert.equal(sent.stream, true);
+    assert.equal(sent.temperature, 0.5);
+    assert.equal(sent.seed, 3);
+    assert.deepEqual(sent.stop, ['x']);
+  });
+
+  it('reads reasoning sent as leading <think> tags in content', async () => {
+    const upstream = await startFakeUpstream((_b, res) =>
+      sendStream(res, [delta({ content: '<think>a' }), delta({ content: 'b</think>Yes' }, 'stop')]));
+    closers.push(upstream.close);
+    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request()));
+    assert.deepEqual([folded.reasoning, folded.content], ['ab', 'Yes']);
+  });
+
+  const failureCases: [string, (res: import('node:http').ServerResponse) => void, number, string][] = [
+    ['overloaded (429)', (res) => res.writeHead(429, { 'Retry-After': '7' }).end('{}'), 503, 'upstream_unavailable'],
+    ['down for maintenance (503)', (res) => res.writeHead(503).end(), 503, 'upstream_unavailable'],
+    ['faulty (500)', (res) => res.writeHead(500).end('boom'), 500, 'upstream_error'],
+    ['misconfigured (401)', (res) => res.writeHead(401).end('{"error":{"message":"bad key"}}'), 500, 'upstream_error'],
+    ['rejecting the request (400)', (res) => res.writeHead(400).end('{"error":{"message":"too long","code":"context_length_exceeded"}}'), 400, 'context_length_exceeded'],
+  ];
+  for (const [name, respond, status, code] of failureCases) {
+    it(`maps an upstream that is ${name} to ${status} ${code}`, async () => {
+      const upstream = await startFakeUpstream((_b, res) => respond(res));
+      closers.push(upstream.close);
+      await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request())),
+        (e: unknown) => e instanceof ServiceError && e.status === status && e.code === code);
+    });
+  }
+
+  it('answers 503 when the upstream cannot be reached', async () => {
+    await assert.rejects(foldEvents(engineFor('http://127.0.0.1:9/v1').generate(request())),
+      (e: unknown) => e instanceof ServiceError && e.status === 503 && /unavailable/.test(e.message));
+  });
+
+  it('answers 503 when the upstream goes silent past the timeout', async () => {
+    const upstream = await startFakeUpstream((_b, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify(delta({ content: 'a' }))}\n\n`); // then nothing more
+    });
+    closers.push(upstream.close);
+    await assert.rejects(foldEvents(engineFor(upstream.baseUrl, 300).generate(request())),
+      (e: unknown) => e instanceof ServiceError && e.status === 503 && /300 ms/.test(e.message));
+  });
+
+  it('aborts the upstream request when the client goes away', async () => {
+    let upstreamClosed = false;
+    const upstream = await startFakeUpstream((_b, res, req) => {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      const timer = setInterval(() => res.write(`data: ${JSON.stringify(delta({ content: 'x' }))}\n\n`), 10);
+      req.socket.on('close', () => {
+        upstreamClosed = true;
+        clearInterval(timer);
+      });
+    });
+    closers.push(upstream.close);
+    const client = new AbortController();
+    let seen = 0;
+    for await (const _ of engineFor(upstream.baseUrl).generate(request({}, client.signal))) {
+      if (++seen === 3) client.abort();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(upstreamClosed, true);
+  });
+});
