@@ -179,7 +179,12 @@ export interface components {
              */
             type: "json_object";
         };
-        /** @description The content is JSON text that validates against `json_schema.schema`. An invalid JSON Schema is answered 400 `invalid_json_schema`. */
+        /**
+         * @description The content is JSON text that validates against `json_schema.schema`, unless generation was
+         *     cut at `max_tokens` (`finish_reason: length`). An invalid JSON Schema is answered 400
+         *     `invalid_json_schema`; an answer that still does not conform after a second attempt is a
+         *     500 `output_validation_failed`.
+         */
         ResponseFormatJsonSchema: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -273,7 +278,7 @@ export interface components {
          * @enum {string}
          */
         FinishReason: "stop" | "length" | "tool_calls";
-        /** @description Token counts by the model's own tokenizer. */
+        /** @description Token counts by the model's own tokenizer, over every pass the answer took (a reasoning pass, a tool decision, a retry). */
         Usage: {
             prompt_tokens: number;
             completion_tokens: number;
@@ -367,9 +372,9 @@ export interface components {
     responses: {
         /**
          * @description The body is malformed JSON, lacks a required field, or a value breaks a constraint; the
-         *     message names the field. Codes: `invalid_json`, `invalid_request` (a schema violation),
-         *     `context_length_exceeded`, `invalid_json_schema`, `unknown_function`, `unknown_task`,
-         *     `invalid_content`.
+         *     message names the field. Codes: `invalid_json`, `invalid_request` (a schema violation or a
+         *     rule across fields), `context_length_exceeded`, `invalid_json_schema`, `unknown_function`,
+         *     `upstream_rejected` (an upstream model refused the request).
          */
         BadRequest: {
             headers: {
@@ -435,7 +440,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description A server-side failure; safe to retry. The body never holds a stack trace; the log holds it under the request id. */
+        /** @description A server-side failure; safe to retry. The body never holds a stack trace; the log holds it under the request id. Codes `internal_error`, `upstream_error`, `output_validation_failed`. */
         InternalError: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -445,7 +450,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description A temporary capacity issue (the generation queue is full, or the upstream model is down); retry with backoff after `Retry-After` seconds. */
+        /** @description A temporary capacity issue; retry with backoff after `Retry-After` seconds. Codes `queue_full` (the generation queue is full), `upstream_unavailable` (the upstream model is down, overloaded or timed out). */
         ServiceUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];

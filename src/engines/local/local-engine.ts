@@ -5,6 +5,7 @@ import {
   type LlamaContextSequence,
   type LlamaGrammar,
   LlamaLogLevel,
+  resolveChatWrapper,
 } from 'node-llama-cpp';
 import type { FinishReason, ReasoningEffort } from '../../api/types.ts';
 import { AsyncQueue } from '../../chat/async-queue.ts';
@@ -54,13 +55,15 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
   });
   const free: LlamaContextSequence[] = Array.from({ length: options.parallel }, () => context.getSequence());
   const jsonGrammar = await llama.getGrammarFor('json');
+  // Resolved once: resolving it anew for every LlamaChat cost about half a second per request.
+  const chatWrapper = resolveChatWrapper(model);
 
   /** One generation on one sequence, its text streamed to `onText`. */
   async function runPass(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
     pass: PassOptions, onText: (text: string) => void): Promise<PassResult> {
     // A seed reproduces an answer only from a clean state: cached tokens would change the sampling.
     if (request.seed !== undefined) await sequence.clearHistory();
-    const chat = new LlamaChat({ contextSequence: sequence });
+    const chat = new LlamaChat({ contextSequence: sequence, chatWrapper });
     try {
       let completionTokens = 0;
       const result = await chat.generateResponse(history, {
@@ -76,14 +79,14 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         onToken: (tokens) => void (completionTokens += tokens.length),
       });
       const finishReason: FinishReason = result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
-      return { text: result.response, finishReason, usage: { promptTokens: promptTokens(chat, history), completionTokens } };
+      return { text: result.response, finishReason, usage: { promptTokens: promptTokens(history), completionTokens } };
     } finally {
       chat.dispose({ disposeSequence: false });
     }
   }
 
-  const promptTokens = (chat: LlamaChat, history: ChatHistoryItem[]) =>
-    chat.chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer).length;
+  const promptTokens = (history: ChatHistoryItem[]) =>
+    chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer).length;
 
   /** Runs a pass and yields its text as events of the given shape; returns the pass's result. */
   async function* streamPass(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
@@ -96,10 +99,8 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
   }
 
   /** Tokens the answer may use: what the window leaves, and an explicit smaller `max_tokens` must fit. */
-  function answerBudget(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest): number {
-    const chat = new LlamaChat({ contextSequence: sequence });
-    const used = promptTokens(chat, history);
-    chat.dispose({ disposeSequence: false });
+  function answerBudget(history: ChatHistoryItem[], request: GenerationRequest): number {
+    const used = promptTokens(history);
     const left = options.contextSize - used;
     const asked = request.maxTokens;
     if (left <= 0 || (asked !== undefined && asked < CONTRACT_MAX_TOKENS && asked > left)) {
@@ -152,7 +153,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
       try {
         const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
         let history = toChatHistory(request.messages);
-        let budget = answerBudget(sequence, history, request);
+        let budget = answerBudget(history, request);
 
         if (request.reasoningEffort) {
           const thinking = withInstruction(history,
@@ -161,7 +162,8 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
           const trace = yield* streamPass(sequence, thinking, request, { maxTokens }, (text) => ({ type: 'reasoning', text }));
           add(usage, trace.usage);
           history = withInstruction(history, `Your reasoning so far:\n${trace.text.trim()}\n\nNow give only the final answer.`);
-          budget = answerBudget(sequence, history, request);
+          // max_tokens bounds reasoning and answer together, as max_completion_tokens does elsewhere
+          budget = Math.max(1, Math.min(answerBudget(history, request), budget - trace.usage.completionTokens));
         }
 
         const tool = await chooseTool(sequence, history, request, usage);
