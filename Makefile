@@ -31,7 +31,11 @@ help:
 # --- setup: installs only what is missing or out of date -------------------------------------
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-setup: node_modules/.installed .venv/.installed $(MODEL)
+setup: .cache/system-packages.installed node_modules/.installed .venv/.installed $(MODEL)
+
+.cache/system-packages.installed: scripts/install-system-packages.sh
+	scripts/install-system-packages.sh
+	mkdir -p .cache && touch $@
 
 # --omit=optional keeps node-llama-cpp's GPU builds out; the CPU build (@node-llama-cpp/linux-x64)
 # and esbuild's binary are direct dependencies instead, and package.json's

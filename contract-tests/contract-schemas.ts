@@ -6,7 +6,8 @@ import { loadContract } from '../src/contract/openapi-document.ts';
 type SchemaName =
   | 'ChatCompletionResponse'
   | 'ChatCompletionChunk'
-  | 'ErrorEnvelope';
+  | 'ErrorEnvelope'
+  | 'PrecontextEntry';
 
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
 ajv.addKeyword('discriminator').addKeyword('example');

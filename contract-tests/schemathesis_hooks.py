@@ -12,23 +12,42 @@ from schemathesis.generation import GenerationMode
 # Keeps each fuzzed generation short on a real model; any value 1..32000 is valid.
 MAX_TOKENS_FOR_FUZZING = 8
 
+# Content parts must hold a real file of the declared type (a random string is no image); URLs
+# are never fuzzed, so the run fetches nothing from outside this machine.
+TINY_PNG = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
+TINY_TEXT = "data:text/plain;base64,aGVsbG8="
+
 
 @schemathesis.hook
 def map_case(context, case):
+    if not isinstance(case.body, dict):
+        return case
+    _short_generations(case.body)
     meta = case.meta
-    if meta is None or meta.generation.mode != GenerationMode.POSITIVE or not isinstance(case.body, dict):
+    if meta is None or meta.generation.mode != GenerationMode.POSITIVE:
         return case
     body = case.body
     tools = _unique_tools(body)
     _fit_tool_choice(body, tools)
     if isinstance(body.get("messages"), list):
         body["messages"] = [_answerable(m, i, body["messages"]) for i, m in enumerate(body["messages"])]
-    for field in ("max_tokens", "max_completion_tokens"):
-        if isinstance(body.get(field), int):
-            body[field] = min(body[field], MAX_TOKENS_FOR_FUZZING)
-    if body.get("max_tokens") is None and body.get("max_completion_tokens") is None:
-        body["max_tokens"] = MAX_TOKENS_FOR_FUZZING
+        _open_format_for_tasks(body)
     return case
+
+
+def _short_generations(body):
+    """Caps valid token limits (1..32000) at a few tokens, whatever the case's mode: a value that
+    was valid stays valid and an invalid one stays invalid. Without a limit, one is added to
+    positive cases only."""
+    for field in ("max_tokens", "max_completion_tokens"):
+        value = body.get(field)
+        # JSON integers may come as floats (24325.0): the same number on the wire.
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and float(value).is_integer() and 1 <= value <= 32000:
+            body[field] = min(int(value), MAX_TOKENS_FOR_FUZZING)
+    if body.get("max_tokens") is None and body.get("max_completion_tokens") is None and "messages" in body:
+        body.setdefault("max_tokens", MAX_TOKENS_FOR_FUZZING)
 
 
 def _unique_tools(body):
@@ -57,7 +76,8 @@ def _fit_tool_choice(body, tools):
 
 
 def _answerable(message, index, messages):
-    """A tool message answers an earlier call; null content belongs to assistant tool calls."""
+    """A tool message answers an earlier call; null content belongs to assistant tool calls;
+    attachments are real files."""
     earlier_ids = {
         call["id"] for m in messages[:index] if m.get("role") == "assistant" for call in m.get("tool_calls") or []
     }
@@ -66,4 +86,23 @@ def _answerable(message, index, messages):
         message.pop("tool_call_id", None)
     if message.get("content") is None and not (message.get("role") == "assistant" and message.get("tool_calls")):
         message = {**message, "content": ""}
+    if isinstance(message.get("content"), list):
+        message = {**message, "content": [_real_file(part) for part in message["content"]]}
     return message
+
+
+def _open_format_for_tasks(body):
+    """A task fixes the shape of its answer, so task mode takes an open response format only."""
+    system = " ".join(
+        m["content"] for m in body["messages"] if m.get("role") in ("system", "developer") and isinstance(m.get("content"), str)
+    )
+    if "<task>" in system.lower() and "response_format" in body:
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "task", "schema": {}}}
+
+
+def _real_file(part):
+    if part.get("type") == "image_url":
+        return {**part, "image_url": {**part["image_url"], "url": TINY_PNG}}
+    if part.get("type") == "file":
+        return {**part, "file": {"filename": "notes.txt", "file_data": TINY_TEXT}}
+    return part

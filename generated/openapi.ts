@@ -285,16 +285,200 @@ export interface components {
             /** @description prompt_tokens plus completion_tokens. */
             total_tokens: number;
         };
-        PrecontextEntry: {
-            name: components["schemas"]["TaskName"];
-            /** @description Structured output of the task; its shape depends on the task. */
+        /**
+         * @description The raw output of one internal task. In task mode (`<task>NAME</task>`) the answer's
+         *     `message.content` is the JSON text of this same entry. Each task's `result` has a fixed
+         *     schema, chosen by `name`.
+         */
+        PrecontextEntry: components["schemas"]["OcrEntry"] | components["schemas"]["ObjectDetectionEntry"] | components["schemas"]["GuiDetectionEntry"] | components["schemas"]["SpeechToTextEntry"] | components["schemas"]["TranslateEntry"] | components["schemas"]["ScraperEntry"] | components["schemas"]["WebSearchEntry"] | components["schemas"]["OtherTaskEntry"];
+        OcrEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "ocr";
+            result: components["schemas"]["OcrResult"];
+        };
+        ObjectDetectionEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "object_detection";
+            result: components["schemas"]["ObjectDetectionResult"];
+        };
+        GuiDetectionEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "gui_detection";
+            result: components["schemas"]["GuiDetectionResult"];
+        };
+        SpeechToTextEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "stt";
+            result: components["schemas"]["SpeechToTextResult"];
+        };
+        TranslateEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "translate";
+            result: components["schemas"]["TranslateResult"];
+        };
+        ScraperEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "scraper";
+            result: components["schemas"]["ScraperResult"];
+        };
+        WebSearchEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "web_search";
+            result: components["schemas"]["WebSearchResult"];
+        };
+        /** @description Entries of internal tasks whose result shape is not fixed yet. */
+        OtherTaskEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "guardrails" | "code_sandbox";
             result: Record<string, never>;
         };
-        /**
-         * @description The internal task that produced a precontext entry (`stt` is speech-to-text).
-         * @enum {string}
-         */
-        TaskName: "ocr" | "stt" | "translate" | "web_search" | "scraper" | "object_detection" | "gui_detection" | "guardrails" | "code_sandbox";
+        /** @description A rectangle in pixels of the image (or rendered page), from its top-left corner. */
+        BoundingBox: {
+            x: number;
+            y: number;
+            width: number;
+            height: number;
+        };
+        /** @description How sure the engine is, from 0 to 1. */
+        Confidence: number;
+        /** @description Text read from images and PDFs; `text` joins every page. */
+        OcrResult: {
+            text: string;
+            pages: components["schemas"]["OcrPage"][];
+        };
+        OcrPage: {
+            /** @description The content part it came from, e.g. `messages[1].content[0]`. */
+            source: string;
+            /** @description Page number; 1 for an image. */
+            page: number;
+            /**
+             * @description `text_layer`: the PDF's own text (confidence 1, boxes in PDF points); `ocr`: recognised from pixels.
+             * @enum {string}
+             */
+            method: "ocr" | "text_layer";
+            width: number;
+            height: number;
+            text: string;
+            confidence: components["schemas"]["Confidence"];
+            lines: components["schemas"]["OcrLine"][];
+        };
+        OcrLine: {
+            text: string;
+            confidence: components["schemas"]["Confidence"];
+            bbox: components["schemas"]["BoundingBox"];
+            words: components["schemas"]["OcrWord"][];
+        };
+        OcrWord: {
+            text: string;
+            confidence: components["schemas"]["Confidence"];
+            bbox: components["schemas"]["BoundingBox"];
+        };
+        ObjectDetectionResult: {
+            images: {
+                source: string;
+                width: number;
+                height: number;
+                objects: {
+                    /** @description A COCO class name, e.g. `person`, `cat`, `cup`. */
+                    label: string;
+                    score: components["schemas"]["Confidence"];
+                    bbox: components["schemas"]["BoundingBox"];
+                }[];
+            }[];
+        };
+        GuiDetectionResult: {
+            images: {
+                source: string;
+                width: number;
+                height: number;
+                elements: {
+                    /** @enum {string} */
+                    type: "button" | "input" | "text" | "icon";
+                    /** @description The text on or in the element, when it has any. */
+                    text?: string;
+                    score: components["schemas"]["Confidence"];
+                    bbox: components["schemas"]["BoundingBox"];
+                }[];
+            }[];
+        };
+        SpeechToTextResult: {
+            text: string;
+            /** @description ISO 639-1 code of the spoken language. */
+            language: string;
+            duration_seconds: number;
+            segments: {
+                source: string;
+                /** @description Seconds from the start of its file. */
+                start: number;
+                end: number;
+                text: string;
+            }[];
+        };
+        TranslateResult: {
+            /** @description ISO 639-1 code, detected when not given. */
+            source_language: string;
+            /** @description ISO 639-1 code. */
+            target_language: string;
+            /** @description The text that was translated. */
+            text: string;
+            translated_text: string;
+            /** @description What translated it, e.g. `apertium eng-spa`. */
+            engine: string;
+        };
+        ScraperResult: {
+            /** @description The URL finally fetched, after redirects. */
+            url: string;
+            title: string;
+            /** @description The readable text of the page. */
+            text: string;
+            links: {
+                text: string;
+                url: string;
+            }[];
+            tables: {
+                headers: string[];
+                rows: string[][];
+            }[];
+            /** @description `<meta>` names and properties with their content (description, og:title, …). */
+            metadata: {
+                [key: string]: string;
+            };
+            /** @description Structured data the language model extracted, when the request gave a `json_schema` or instructions. */
+            extracted?: unknown;
+        };
+        WebSearchResult: {
+            query: string;
+            provider: string;
+            results: {
+                title: string;
+                url: string;
+                snippet: string;
+            }[];
+        };
         /**
          * @description One event of a streamed completion (this is the schema of each event, as OpenAPI 3.2's
          *     `itemSchema` would state it). On the wire each event is one line `data: <JSON>` followed

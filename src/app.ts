@@ -4,12 +4,16 @@ import { createChatCompletionHandler } from './api/create-chat-completion.ts';
 import { newCompletionId } from './chat/completion-id.ts';
 import { BASE_PATH, loadContract, validatorCopy } from './contract/openapi-document.ts';
 import type { Engine } from './engines/engine.ts';
+import type { AttachmentLimits } from './inputs/attachments.ts';
+import type { TaskRegistry } from './tasks/registry.ts';
 import { createErrorHandler, notFound } from './http/errors.ts';
 import { createBearerAuth, type KeyVerifier } from './middleware/bearer-auth.ts';
 import { createRequestId } from './middleware/request-id.ts';
 
 export interface AppDeps {
   engine: Engine;
+  tasks: TaskRegistry;
+  attachmentLimits: AttachmentLimits;
   keys: KeyVerifier;
   bodyLimitBytes: number;
   validateResponses: boolean;
@@ -39,7 +43,13 @@ export function createApp(deps: AppDeps): Express {
   );
   app.post(
     `${BASE_PATH}/chat/completions`,
-    createChatCompletionHandler({ engine: deps.engine, newCompletionId: deps.newCompletionId ?? newCompletionId, log }),
+    createChatCompletionHandler({
+      engine: deps.engine,
+      tasks: deps.tasks,
+      attachmentLimits: deps.attachmentLimits,
+      newCompletionId: deps.newCompletionId ?? newCompletionId,
+      log,
+    }),
   );
   app.use((req, _res, next) => next(notFound(`Unknown URL: ${req.method} ${req.path}`)));
   app.use(createErrorHandler(log));

@@ -26,6 +26,18 @@ export interface Config {
   };
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
+  attachments: {
+    inlineMaxBytes: number;
+    urlMaxBytes: number;
+    fetchTimeoutMs: number;
+    /** Tests only: lets the fetcher reach loopback addresses. */
+    fetchAllowLoopback: boolean;
+  };
+  search: {
+    searxngUrl: string | undefined;
+    braveApiKey: string | undefined;
+    timeoutMs: number;
+  };
 }
 
 const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -58,6 +70,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       concurrency: integer(env, 'UPSTREAM_CONCURRENCY', 16, 1, 1024),
     },
     queueMaxWaiting: integer(env, 'QUEUE_MAX_WAITING', 32, 0, 100_000),
+    attachments: {
+      inlineMaxBytes: integer(env, 'INLINE_FILE_LIMIT_BYTES', 20_000_000, 1, 2 ** 31),
+      urlMaxBytes: integer(env, 'URL_FILE_LIMIT_BYTES', 80_000_000, 1, 2 ** 31),
+      fetchTimeoutMs: integer(env, 'FETCH_TIMEOUT_MS', 15_000, 1, 600_000),
+      fetchAllowLoopback: boolean(env, 'FETCH_ALLOW_LOOPBACK', false),
+    },
+    search: {
+      searxngUrl: env.SEARXNG_URL || undefined,
+      braveApiKey: env.BRAVE_SEARCH_API_KEY || undefined,
+      timeoutMs: integer(env, 'SEARCH_TIMEOUT_MS', 10_000, 1, 600_000),
+    },
   };
 }
 

@@ -2,12 +2,19 @@ import { createApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createEngine } from './engines/create-engine.ts';
 import { KeyStore } from './keys/key-store.ts';
+import { attachmentLimitsOf, createTasks } from './tasks/create-tasks.ts';
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
   const engine = await createEngine(config);
+  const tasks = await createTasks(config, engine);
   const keys = new KeyStore(config.keysFile, config.apiKey ? [config.apiKey] : []);
-  const app = createApp({ engine, keys, bodyLimitBytes: config.bodyLimitBytes, validateResponses: config.validateResponses });
+  const app = createApp({
+    engine, tasks, keys,
+    attachmentLimits: attachmentLimitsOf(config),
+    bodyLimitBytes: config.bodyLimitBytes,
+    validateResponses: config.validateResponses,
+  });
   const server = app.listen(config.port, config.host, () => {
     console.log(`Chat completion service on http://${config.host}:${config.port}/v1\n  engine: ${engine.description}`);
   });

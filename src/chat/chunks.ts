@@ -1,9 +1,11 @@
-import type { ChatCompletionChunk, ChunkDelta, FinishReason } from '../api/types.ts';
+import type { ChatCompletionChunk, ChunkDelta, FinishReason, PrecontextEntry } from '../api/types.ts';
 import type { GenerationEvent } from '../engines/engine.ts';
 import { type CompletionMeta, toWireUsage } from './fold.ts';
 
 export interface ChunkOptions {
   includeUsage: boolean;
+  /** Sent before the answer, one chunk each, as `<precontext>{…}</precontext>` (x-show-additional-info). */
+  precontext?: PrecontextEntry[];
 }
 
 /**
@@ -40,6 +42,7 @@ export async function* toChunks(
     if (!started) {
       started = true;
       yield chunk({ role: 'assistant', content: '' });
+      for (const entry of options.precontext ?? []) yield chunk({ content: `<precontext>${JSON.stringify(entry)}</precontext>` });
     }
     switch (event.type) {
       case 'reasoning':

@@ -1,4 +1,4 @@
-import type { ChatCompletionResponse, FinishReason, ModelId, ToolCall } from '../api/types.ts';
+import type { ChatCompletionResponse, FinishReason, ModelId, PrecontextEntry, ToolCall } from '../api/types.ts';
 import type { GenerationEvent, TokenUsage } from '../engines/engine.ts';
 
 export interface CompletionMeta {
@@ -48,6 +48,7 @@ export function toCompletionResponse(
   meta: CompletionMeta,
   folded: FoldedGeneration,
   withReasoning: boolean,
+  precontext: PrecontextEntry[] = [],
 ): ChatCompletionResponse {
   const hasToolCalls = folded.toolCalls.length > 0;
   return {
@@ -68,7 +69,7 @@ export function toCompletionResponse(
     ],
     usage: toWireUsage(folded.usage),
     ...(withReasoning ? { reasoning: folded.reasoning } : {}),
-    precontext: [],
+    precontext,
     vcache: false,
   };
 }

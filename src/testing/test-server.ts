@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { type AppDeps, createApp } from '../app.ts';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
 import { KeyStore } from '../keys/key-store.ts';
+import { TaskRegistry } from '../tasks/registry.ts';
 
 export const TEST_KEY = 'sk-test-key';
 
@@ -21,6 +22,11 @@ export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise
   const logged: unknown[][] = [];
   const app = createApp({
     engine: createScriptedEngine(echoScript),
+    tasks: new TaskRegistry([]),
+    attachmentLimits: {
+      inlineMaxBytes: 1024 * 1024,
+      fetch: { maxBytes: 1024 * 1024, timeoutMs: 2000, maxRedirects: 3, allowLoopback: true },
+    },
     keys,
     bodyLimitBytes: 1024 * 1024,
     validateResponses: true,

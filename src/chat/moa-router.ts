@@ -1,0 +1,61 @@
+import type { Message } from '../api/types.ts';
+import type { EngineMessage } from '../engines/engine.ts';
+import type { Attachment, AttachmentKind } from '../inputs/attachments.ts';
+import type { TaskRegistry } from '../tasks/registry.ts';
+import type { PrecontextEntry, TaskName, TaskInput } from '../tasks/task.ts';
+import { flattenContent } from './normalize-request.ts';
+
+/** Which internal tasks read which kind of attachment (those the deployment has). */
+const TASKS_FOR: Record<AttachmentKind, TaskName[]> = {
+  image: ['ocr', 'object_detection'],
+  pdf: ['ocr'],
+  audio: ['speech_to_text'],
+  text: [],
+};
+
+/**
+ * The MoA layer for ordinary chat: attachments go through the fitting internal tasks; their raw
+ * outputs become the precontext, and their text becomes context the model reads with the last
+ * user message. Text files are given to the model as they are.
+ */
+export async function routeAttachments(
+  attachments: Attachment[],
+  messages: EngineMessage[],
+  input: Omit<TaskInput, 'attachments'>,
+  tasks: TaskRegistry,
+): Promise<{ precontext: PrecontextEntry[]; messages: EngineMessage[] }> {
+  const precontext: PrecontextEntry[] = [];
+  for (const name of new Set(attachments.flatMap((a) => TASKS_FOR[a.kind]))) {
+    if (!tasks.has(name)) continue;
+    const readable = attachments.filter((a) => TASKS_FOR[a.kind].includes(name));
+    precontext.push(await tasks.get(name).run({ ...input, attachments: readable }));
+  }
+  const texts = attachments.filter((a) => a.kind === 'text').map((a) => `${a.filename ?? a.param}:\n${a.bytes.toString('utf8')}`);
+  const context = [...precontext.map(describe), ...texts].filter(Boolean).join('\n\n');
+  return { precontext, messages: context ? withContext(messages, context) : messages };
+}
+
+/** The text of the last user message, which tasks read as their query or instructions. */
+export function lastUserText(messages: Message[]): string {
+  const last = [...messages].reverse().find((m) => m.role === 'user');
+  return last ? flattenContent(last.content).replace(/\[(image attached|file attached: [^\]]*)\]/g, '').trim() : '';
+}
+
+function describe(entry: PrecontextEntry): string {
+  switch (entry.name) {
+    case 'ocr':
+      return `Text read from the attachments (OCR):\n${entry.result.text}`;
+    case 'object_detection':
+      return `Objects seen in the images: ${entry.result.images.flatMap((i) => i.objects.map((o) => `${o.label} (${o.score.toFixed(2)})`)).join(', ') || 'none'}`;
+    case 'stt':
+      return `Transcript of the audio:\n${entry.result.text}`;
+    default:
+      return '';
+  }
+}
+
+function withContext(messages: EngineMessage[], context: string): EngineMessage[] {
+  const at = messages.map((m) => m.role).lastIndexOf('user');
+  if (at < 0) return [...messages, { role: 'user', content: context }];
+  return messages.map((m, i) => (i === at ? { ...m, content: `${m.content}\n\n${context}` } : m));
+}

@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ServiceError } from '../http/errors.ts';
+import { dataUrl, renderTextImage, textPdf } from '../testing/fixtures.ts';
+import { type AttachmentLimits, resolveAttachments } from './attachments.ts';
+
+const limits: AttachmentLimits = { inlineMaxBytes: 200_000, fetch: { maxBytes: 1000, timeoutMs: 1000, maxRedirects: 1, allowLoopback: false } };
+const image = (url: string) => [{ role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url } }] }];
+const file = (filename: string, file_data: string) => [{ role: 'user' as const, content: [{ type: 'file' as const, file: { filename, file_data } }] }];
+const rejects = (code: string, status = 400) => (e: unknown) => e instanceof ServiceError && e.status === status && e.code === code;
+
+describe('resolveAttachments', () => {
+  it('decodes images and files whose declared type, name and content agree', async () => {
+    const png = await renderTextImage(['hi']);
+    const pdf = await textPdf(['hi']);
+    const [a, b] = await resolveAttachments([...image(dataUrl('image/png', png)), ...file('report.pdf', dataUrl('application/pdf', pdf))], limits);
+    assert.deepEqual([a!.kind, a!.mime, a!.bytes.equals(png)], ['image', 'image/png', true]);
+    assert.deepEqual([b!.kind, b!.mime, b!.filename, b!.param], ['pdf', 'application/pdf', 'report.pdf', 'messages[1].content[0]']);
+  });
+
+  it('refuses bad base64, a mismatched type, an unsupported type, and an oversized file', async () => {
+    const png = await renderTextImage(['hi']);
+    await assert.rejects(resolveAttachments(image('data:image/png;base64,@@@='), limits), rejects('invalid_content'));
+    await assert.rejects(resolveAttachments(image('data:image/png,notbase64'), limits), rejects('invalid_content'));
+    await assert.rejects(resolveAttachments(image(dataUrl('image/jpeg', png)), limits), rejects('invalid_content'));
+    await assert.rejects(resolveAttachments(file('notes.txt', dataUrl('application/pdf', png)), limits), rejects('invalid_content'));
+    await assert.rejects(resolveAttachments(file('a.exe', dataUrl('application/x-msdownload', Buffer.from('MZ'))), limits), rejects('unsupported_content'));
+    await assert.rejects(resolveAttachments(image(dataUrl('image/png', Buffer.alloc(300_000))), limits), rejects('file_too_large', 413));
+  });
+
+  it('accepts text files that are text, and refuses binary ones declared as text', async () => {
+    const [text] = await resolveAttachments(file('notes.txt', dataUrl('text/plain', Buffer.from('café notes'))), limits);
+    assert.equal(text!.kind, 'text');
+    await assert.rejects(resolveAttachments(file('notes.txt', dataUrl('text/plain', await textPdf(['x']))), limits), rejects('invalid_content'));
+  });
+
+  it('fetches URLs through the safe fetcher only', async () => {
+    await assert.rejects(resolveAttachments(image('http://127.0.0.1/a.png'), limits), rejects('url_not_allowed'));
+  });
+});

@@ -1,0 +1,136 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { invalidRequest, ServiceError } from '../http/errors.ts';
+
+export interface FetchLimits {
+  maxBytes: number;
+  timeoutMs: number;
+  maxRedirects: number;
+  /** Tests only: lets loopback addresses through (never private, link-local or metadata ones). */
+  allowLoopback: boolean;
+  /** Tests only: a resolver standing in for DNS. */
+  lookup?: typeof dnsLookup;
+}
+
+export interface Fetched {
+  bytes: Buffer;
+  contentType: string | undefined;
+  finalUrl: string;
+}
+
+/**
+ * The ONE way the service fetches a URL a caller gave it. http(s) only; the address a name
+ * resolves to is checked at connect time (so a name cannot resolve to one address when checked
+ * and another when used) and again for every redirect; private, loopback, link-local (cloud
+ * metadata), unique-local, multicast and reserved addresses are refused; time and size are bounded.
+ */
+export async function safeFetch(url: string, limits: FetchLimits, param: string): Promise<Fetched> {
+  const deadline = AbortSignal.timeout(limits.timeoutMs);
+  let current = parseUrl(url, param);
+  for (let hop = 0; hop <= limits.maxRedirects; hop++) {
+    const response = await request(current, limits, deadline, param);
+    if (response.redirect) {
+      current = parseUrl(new URL(response.redirect, current).toString(), param);
+      continue;
+    }
+    return { bytes: response.bytes!, contentType: response.contentType, finalUrl: current.toString() };
+  }
+  throw invalidRequest(`${param}: more than ${limits.maxRedirects} redirects`, 'url_fetch_failed', param);
+}
+
+function parseUrl(url: string, param: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalidRequest(`${param} is not a valid URL`, 'invalid_url', param);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw invalidRequest(`${param}: only http and https URLs can be fetched`, 'url_not_allowed', param);
+  }
+  return parsed;
+}
+
+/** Why an address may not be fetched, or undefined when it may. */
+export function refusedAddress(address: string, allowLoopback: boolean): string | undefined {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.process(address); // also unwraps IPv4-mapped IPv6
+  } catch {
+    return 'not an IP address';
+  }
+  const range = parsed.range();
+  if (range === 'unicast' || (range === 'loopback' && allowLoopback)) return undefined;
+  return `${address} is a ${range} address`;
+}
+
+class RefusedAddressError extends Error {}
+
+function checkedLookup(allowLoopback: boolean, resolve: typeof dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return callback(err, '', 0);
+      const refused = addresses.map((a) => refusedAddress(a.address, allowLoopback)).find(Boolean);
+      if (refused) return callback(new RefusedAddressError(`${hostname} resolves to ${refused}`), '', 0);
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, addresses[0]!.address, addresses[0]!.family);
+    });
+  };
+}
+
+interface RawResponse {
+  redirect?: string;
+  bytes?: Buffer;
+  contentType?: string;
+}
+
+function request(url: URL, limits: FetchLimits, signal: AbortSignal, param: string): Promise<RawResponse> {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (isIP(host)) {
+    const refused = refusedAddress(host, limits.allowLoopback);
+    if (refused) return Promise.reject(invalidRequest(`${param}: ${refused}, which may not be fetched`, 'url_not_allowed', param));
+  }
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const req = client.get(url, { lookup: checkedLookup(limits.allowLoopback, limits.lookup ?? dnsLookup), signal, headers: { 'User-Agent': 'chat-completion-service' } }, (res) => {
+      const status = res.statusCode ?? 0;
+      if (status >= 300 && status < 400 && res.headers.location) {
+        res.resume();
+        return resolve({ redirect: res.headers.location });
+      }
+      if (status < 200 || status >= 300) {
+        res.resume();
+        return reject(invalidRequest(`${param}: the server answered HTTP ${status}`, 'url_fetch_failed', param));
+      }
+      const declared = Number(res.headers['content-length'] ?? 0);
+      if (declared > limits.maxBytes) {
+        res.destroy();
+        return reject(tooLarge(param, limits.maxBytes));
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > limits.maxBytes) {
+          res.destroy();
+          reject(tooLarge(param, limits.maxBytes));
+        } else {
+          chunks.push(chunk);
+        }
+      });
+      res.on('end', () => resolve({ bytes: Buffer.concat(chunks), contentType: res.headers['content-type'] }));
+      res.on('error', reject);
+    });
+    req.on('error', (err) => {
+      if (err instanceof RefusedAddressError) return reject(invalidRequest(`${param}: ${err.message}, which may not be fetched`, 'url_not_allowed', param));
+      if (signal.aborted) return reject(invalidRequest(`${param}: no answer within ${limits.timeoutMs} ms`, 'url_fetch_failed', param));
+      reject(invalidRequest(`${param} could not be fetched: ${err.message}`, 'url_fetch_failed', param));
+    });
+  });
+}
+
+export const tooLarge = (param: string, maxBytes: number) =>
+  new ServiceError(413, 'payload_too_large', 'file_too_large', `${param} exceeds the limit of ${maxBytes} bytes.`, param);

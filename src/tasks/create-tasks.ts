@@ -1,0 +1,34 @@
+import type { Config } from '../config.ts';
+import type { Engine } from '../engines/engine.ts';
+import type { AttachmentLimits } from '../inputs/attachments.ts';
+import { createOcrTask } from './ocr/ocr-task.ts';
+import { TesseractReader } from './ocr/tesseract-reader.ts';
+import { TaskRegistry } from './registry.ts';
+import { createScraperTask } from './scraper/scraper-task.ts';
+import { createBraveProvider, createSearxngProvider, type SearchProvider } from './web-search/search-provider.ts';
+import { createWebSearchTask } from './web-search/web-search-task.ts';
+
+export function attachmentLimitsOf(config: Config): AttachmentLimits {
+  const a = config.attachments;
+  return {
+    inlineMaxBytes: a.inlineMaxBytes,
+    fetch: { maxBytes: a.urlMaxBytes, timeoutMs: a.fetchTimeoutMs, maxRedirects: 5, allowLoopback: a.fetchAllowLoopback },
+  };
+}
+
+function searchProviderOf(config: Config): SearchProvider | undefined {
+  const { searxngUrl, braveApiKey, timeoutMs } = config.search;
+  if (searxngUrl) return createSearxngProvider(searxngUrl, timeoutMs);
+  if (braveApiKey) return createBraveProvider(braveApiKey, timeoutMs);
+  return undefined;
+}
+
+/** Every built-in task this deployment runs. */
+export async function createTasks(config: Config, engine: Engine): Promise<TaskRegistry> {
+  const limits = attachmentLimitsOf(config);
+  return new TaskRegistry([
+    createOcrTask(new TesseractReader()),
+    createScraperTask({ engine, fetchLimits: limits.fetch }),
+    createWebSearchTask(searchProviderOf(config)),
+  ]);
+}

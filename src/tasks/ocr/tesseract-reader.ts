@@ -1,0 +1,69 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import sharp from 'sharp';
+import { createWorker, OEM, PSM, type Worker } from 'tesseract.js';
+import type { components } from '../../../generated/openapi.ts';
+
+type Schemas = components['schemas'];
+export type OcrLine = Schemas['OcrLine'];
+
+export interface ReadImage {
+  width: number;
+  height: number;
+  text: string;
+  confidence: number;
+  lines: OcrLine[];
+}
+
+/** Small text is read far better enlarged (measured: 8 px text from 15% to 0% character errors). */
+const UPSCALE_BELOW_WIDTH = 2000;
+
+interface Box { x0: number; y0: number; x1: number; y1: number }
+
+/**
+ * Tesseract (tesseract.js, WebAssembly) with the English LSTM model from @tesseract.js-data/eng,
+ * read from node_modules: nothing is downloaded, nothing cached to disk. One worker, made on
+ * first use and kept; its recognitions run one at a time.
+ */
+export class TesseractReader {
+  private worker: Promise<Worker> | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  async read(image: Buffer): Promise<ReadImage> {
+    const run = this.queue.then(() => this.recognize(image));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async close(): Promise<void> {
+    if (this.worker) await (await this.worker).terminate();
+  }
+
+  private start(): Promise<Worker> {
+    const dataDir = dirname(createRequire(import.meta.url).resolve('@tesseract.js-data/eng/package.json'));
+    return createWorker('eng', OEM.LSTM_ONLY, { langPath: join(dataDir, '4.0.0_best_int'), gzip: true, cacheMethod: 'none' })
+      .then(async (worker) => {
+        await worker.setParameters({ tessedit_pageseg_mode: PSM.AUTO, preserve_interword_spaces: '1' });
+        return worker;
+      });
+  }
+
+  private async recognize(image: Buffer): Promise<ReadImage> {
+    const meta = await sharp(image).metadata();
+    const width = meta.width ?? 0;
+    const height = meta.height ?? 0;
+    const scale = width > 0 && width < UPSCALE_BELOW_WIDTH ? 2 : 1;
+    const prepared = await sharp(image).flatten({ background: '#ffffff' }).greyscale()
+      .resize({ width: Math.max(1, width * scale), kernel: 'lanczos3' }).png().toBuffer();
+    this.worker ??= this.start();
+    const { data } = await (await this.worker).recognize(prepared, {}, { text: true, blocks: true });
+    const box = (b: Box) => ({ x: b.x0 / scale, y: b.y0 / scale, width: (b.x1 - b.x0) / scale, height: (b.y1 - b.y0) / scale });
+    const lines: OcrLine[] = (data.blocks ?? []).flatMap((block) => block.paragraphs.flatMap((p) => p.lines.map((line) => ({
+      text: line.text.trim(),
+      confidence: line.confidence / 100,
+      bbox: box(line.bbox),
+      words: line.words.map((w) => ({ text: w.text, confidence: w.confidence / 100, bbox: box(w.bbox) })),
+    })))).filter((l) => l.text !== '');
+    return { width, height, text: data.text.trim(), confidence: (data.confidence ?? 0) / 100, lines };
+  }
+}

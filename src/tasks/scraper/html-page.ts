@@ -1,0 +1,42 @@
+import * as cheerio from 'cheerio';
+import type { components } from '../../../generated/openapi.ts';
+
+export type ScraperResult = components['schemas']['ScraperResult'];
+
+const MAX_TEXT = 100_000;
+
+/** Title, readable text, links, tables and `<meta>` of an HTML page. */
+export function readHtmlPage(html: string, url: string): Omit<ScraperResult, 'extracted'> {
+  const $ = cheerio.load(html);
+  $('script, style, noscript, template, svg').remove();
+  const clean = (s: string) => s.replace(/\s+/g, ' ').trim();
+
+  const metadata: Record<string, string> = {};
+  $('meta').each((_, el) => {
+    const key = $(el).attr('name') ?? $(el).attr('property');
+    const content = $(el).attr('content');
+    if (key && content !== undefined) metadata[key] = content;
+  });
+
+  const links: { text: string; url: string }[] = [];
+  $('a[href]').each((_, el) => {
+    try {
+      links.push({ text: clean($(el).text()), url: new URL($(el).attr('href')!, url).toString() });
+    } catch {
+      // an href that is no URL
+    }
+  });
+
+  const tables = $('table').toArray().map((table) => {
+    const rows = $(table).find('tr').toArray().map((tr) => $(tr).find('th, td').toArray().map((cell) => clean($(cell).text())));
+    const headerRow = $(table).find('tr').first().find('th').length > 0;
+    return { headers: headerRow ? (rows[0] ?? []) : [], rows: headerRow ? rows.slice(1) : rows };
+  });
+
+  // Block elements end a line, so the text keeps the page's paragraphs; cells keep apart.
+  $('th, td').after(' ');
+  $('p, div, li, h1, h2, h3, h4, h5, h6, tr, br, section, article, header, footer').after('\n');
+  const text = $('body').text().split('\n').map(clean).filter(Boolean).join('\n').slice(0, MAX_TEXT);
+
+  return { url, title: clean($('title').first().text()), text, links, tables, metadata };
+}

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { compileSchema } from '../../chat/json-schema.ts';
+import { createScriptedEngine } from '../../engines/scripted-engine.ts';
+import type { GenerationRequest } from '../../engines/engine.ts';
+import { startFakeUpstream } from '../../testing/fake-upstream.ts';
+import { createScraperTask } from './scraper-task.ts';
+
+const PAGE = `<!doctype html><html><head><title>Northwind – Prices</title>
+<meta name="description" content="Price list"><meta property="og:title" content="Prices"><style>p{}</style></head>
+<body><h1>Price list</h1><p>Updated weekly.</p><script>track()</script>
+<a href="/tea">Tea</a> <a href="https://other.example/coffee">Coffee</a>
+<table><tr><th>Item</th><th>Price</th></tr><tr><td>Tea</td><td>3.50</td></tr><tr><td>Coffee</td><td>4.00</td></tr></table>
+</body></html>`;
+const fetchLimits = { maxBytes: 100_000, timeoutMs: 2000, maxRedirects: 2, allowLoopback: true };
+const input = (text: string, output: GenerationRequest['output'] = { kind: 'text' }) =>
+  ({ attachments: [], text, output, signal: new AbortController().signal });
+
+describe('scraper task', () => {
+  const closers: (() => Promise<void>)[] = [];
+  after(() => Promise.all(closers.map((c) => c())));
+
+  it('returns the title, text, links, tables and metadata of the page', async () => {
+    const site = await startFakeUpstream((_b, res) => res.writeHead(200, { 'Content-Type': 'text/html' }).end(PAGE));
+    closers.push(site.close);
+    const never = createScriptedEngine(() => { throw new Error('no extraction was asked for'); });
+    const entry = await createScraperTask({ engine: never, fetchLimits }).run(input(`${site.baseUrl}/prices`));
+    if (entry.name !== 'scraper') return assert.fail();
+    const r = entry.result;
+    assert.equal(r.title, 'Northwind – Prices');
+    assert.match(r.text, /^Price list\nUpdated weekly\./);
+    assert.doesNotMatch(r.text, /track\(\)/);
+    assert.deepEqual(r.links, [{ text: 'Tea', url: new URL('/tea', site.baseUrl).toString() }, { text: 'Coffee', url: 'https://other.example/coffee' }]);
+    assert.deepEqual(r.tables, [{ headers: ['Item', 'Price'], rows: [['Tea', '3.50'], ['Coffee', '4.00']] }]);
+    assert.deepEqual(r.metadata, { description: 'Price list', 'og:title': 'Prices' });
+    assert.equal('extracted' in r, false);
+  });
+
+  it('extracts structured data through the language model when a schema is given', async () => {
+    const site = await startFakeUpstream((_b, res) => res.writeHead(200).end(PAGE));
+    closers.push(site.close);
+    let seen: GenerationRequest | undefined;
+    const engine = createScriptedEngine((request) => {
+      seen = request;
+      return [{ type: 'content', text: '{"items":[{"name":"Tea","price":3.5}]}' }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } }];
+    });
+    const schema = compileSchema({ type: 'object', properties: { items: { type: 'array' } } }, 'response_format');
+    const entry = await createScraperTask({ engine, fetchLimits }).run(input(`${site.baseUrl}/ list the prices`, { kind: 'json', name: 'prices', schema }));
+    if (entry.name !== 'scraper') return assert.fail();
+    assert.deepEqual(entry.result.extracted, { items: [{ name: 'Tea', price: 3.5 }] });
+    assert.match(seen!.messages[1]!.content, /list the prices[\s\S]*Tea 3\.50/);
+    assert.equal(seen!.output.kind, 'json');
+  });
+});

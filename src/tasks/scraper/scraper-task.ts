@@ -1,0 +1,58 @@
+import { foldEvents } from '../../chat/fold.ts';
+import { compileSchema } from '../../chat/json-schema.ts';
+import type { Engine, OutputFormat } from '../../engines/engine.ts';
+import { invalidRequest } from '../../http/errors.ts';
+import { type FetchLimits, safeFetch } from '../../inputs/safe-fetch.ts';
+import type { Task, TaskInput } from '../task.ts';
+import { readHtmlPage } from './html-page.ts';
+
+const URL_IN_TEXT = /https?:\/\/[^\s<>"')\]]+/i;
+/** How much page text the language model sees when it extracts. */
+const EXTRACTION_CONTEXT_CHARS = 6_000;
+
+/**
+ * Fetches the page named in the user message (or reads an attached HTML file) and returns what
+ * it holds. With a `json_schema` response format, or instructions beside the URL, the language
+ * model also extracts structured data from the page text.
+ */
+export function createScraperTask(deps: { engine: Engine; fetchLimits: FetchLimits }): Task {
+  return {
+    name: 'scraper',
+    async run(input) {
+      const page = await loadPage(input, deps.fetchLimits);
+      const instructions = input.text.replace(URL_IN_TEXT, '').trim();
+      const wantsSchema = input.output.kind === 'json' && Object.keys(input.output.schema.schema).length > 0;
+      const extracted = wantsSchema || instructions
+        ? await extract(deps.engine, page.text, instructions, input.output, input.signal)
+        : undefined;
+      return { name: 'scraper', result: { ...page, ...(extracted !== undefined ? { extracted } : {}) } };
+    },
+  };
+}
+
+async function loadPage(input: TaskInput, limits: FetchLimits) {
+  const html = input.attachments.find((a) => a.mime === 'text/html');
+  if (html) return readHtmlPage(html.bytes.toString('utf8'), html.filename ?? 'attachment.html');
+  const url = URL_IN_TEXT.exec(input.text)?.[0];
+  if (!url) throw invalidRequest('The scraper task needs a URL in the user message, or an attached HTML file.', 'invalid_request', 'messages');
+  const fetched = await safeFetch(url, limits, 'messages');
+  return readHtmlPage(fetched.bytes.toString('utf8'), fetched.finalUrl);
+}
+
+async function extract(engine: Engine, pageText: string, instructions: string, output: OutputFormat, signal: AbortSignal): Promise<unknown> {
+  const format: OutputFormat = output.kind === 'json'
+    ? output
+    : { kind: 'json', name: 'extracted', schema: compileSchema({ type: 'object' }, 'response_format') };
+  const folded = await foldEvents(engine.generate({
+    messages: [
+      { role: 'system', content: 'Extract the requested data from the web page below. Answer with JSON only.' },
+      { role: 'user', content: `${instructions || 'Extract the main facts.'}\n\nWeb page:\n${pageText.slice(0, EXTRACTION_CONTEXT_CHARS)}` },
+    ],
+    temperature: 0, topP: 1, stop: [], output: format, tools: [], toolChoice: 'none', parallelToolCalls: false, signal,
+  }));
+  try {
+    return JSON.parse(folded.content);
+  } catch {
+    return folded.content; // cut at the token limit: the text as far as it got
+  }
+}

@@ -1,0 +1,23 @@
+import type { components } from '../../generated/openapi.ts';
+import type { OutputFormat } from '../engines/engine.ts';
+import type { Attachment } from '../inputs/attachments.ts';
+
+export type PrecontextEntry = components['schemas']['PrecontextEntry'];
+
+/** What a task reads: the request's attachments and the text of its last user message. */
+export interface TaskInput {
+  attachments: Attachment[];
+  text: string;
+  output: OutputFormat;
+  signal: AbortSignal;
+}
+
+/** A built-in task; `run` returns its precontext entry (the name it reports and its result). */
+export interface Task {
+  readonly name: TaskName;
+  run(input: TaskInput): Promise<PrecontextEntry>;
+}
+
+/** The names `<task>NAME</task>` accepts (the spec's list). */
+export const TASK_NAMES = ['ocr', 'object_detection', 'gui_detection', 'web_search', 'scraper', 'speech_to_text', 'translate'] as const;
+export type TaskName = (typeof TASK_NAMES)[number];

@@ -1,0 +1,50 @@
+// Inputs the tests make themselves, with known content: text rendered to images, PDFs with and
+// without a text layer, and the character error rate to score OCR against them.
+import { PDFDocument, StandardFonts } from 'pdf-lib';
+import sharp from 'sharp';
+
+/** Black text on white, rendered by sharp (Pango) with a DejaVu font. */
+export async function renderTextImage(lines: string[], options: { dpi?: number; font?: string } = {}): Promise<Buffer> {
+  const escaped = lines.join('\n').replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  return sharp({ text: { text: escaped, font: options.font ?? 'DejaVu Sans', dpi: options.dpi ?? 200, rgba: true } })
+    .flatten({ background: '#ffffff' })
+    .extend({ top: 24, bottom: 24, left: 24, right: 24, background: '#ffffff' })
+    .png()
+    .toBuffer();
+}
+
+/** A one-page PDF whose text is in its text layer. */
+export async function textPdf(lines: string[]): Promise<Buffer> {
+  const doc = await PDFDocument.create();
+  const page = doc.addPage([595, 842]);
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  lines.forEach((line, i) => page.drawText(line, { x: 50, y: 780 - i * 24, size: 14, font }));
+  return Buffer.from(await doc.save());
+}
+
+/** A one-page PDF holding only a picture of the text, as a scanner makes. */
+export async function scannedPdf(lines: string[]): Promise<Buffer> {
+  const doc = await PDFDocument.create();
+  const png = await doc.embedPng(await renderTextImage(lines, { dpi: 150 }));
+  const page = doc.addPage([png.width, png.height]);
+  page.drawImage(png, { x: 0, y: 0, width: png.width, height: png.height });
+  return Buffer.from(await doc.save());
+}
+
+export const dataUrl = (mime: string, bytes: Buffer) => `data:${mime};base64,${bytes.toString('base64')}`;
+
+/** Character error rate: edit distance over the reference length, on whitespace-folded text. */
+export function characterErrorRate(reference: string, hypothesis: string): number {
+  const fold = (s: string) => s.replace(/\s+/g, ' ').trim();
+  const a = fold(reference);
+  const b = fold(hypothesis);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]! / Math.max(1, a.length);
+}
