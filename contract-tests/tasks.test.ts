@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createChatCompletion, createServiceClient, ServiceResponseError } from '../client/index.ts';
-import { dataUrl, renderTextImage } from '../src/testing/fixtures.ts';
+import { readFileSync } from 'node:fs';
+import { dataUrl, renderTextImage, speech, wordErrorRate } from '../src/testing/fixtures.ts';
 import { assertMatchesSchema } from './contract-schemas.ts';
 import { target } from './target.ts';
 
@@ -46,7 +47,7 @@ describe(`tasks at ${baseUrl}`, () => {
       model: 'service', temperature: 0, max_tokens: 30,
       messages: [withImage('What is the invoice number? Answer with the number only.')],
     });
-    assert.deepEqual(completion.precontext.map((p) => p.name), ['ocr']);
+    assert.deepEqual(completion.precontext.map((p) => p.name), ['ocr', 'object_detection']);
     completion.precontext.forEach((p) => assertMatchesSchema('PrecontextEntry', p));
     assert.match(completion.choices[0]!.message.content ?? '', /4721/);
   });
@@ -76,6 +77,47 @@ describe(`tasks at ${baseUrl}`, () => {
     assertMatchesSchema('PrecontextEntry', entry);
     assert.equal(entry.name, 'ocr');
     assert.ok(!(await stream({})).some((c: string) => c.includes('<precontext>')));
+  });
+
+  const runTask = async (task: string, user: object, instructions = '') => {
+    const completion = await createChatCompletion(client, {
+      model: 'service', response_format: openSchema,
+      messages: [{ role: 'system', content: `<task>${task}</task> ${instructions}` }, user as never],
+    });
+    const entry = JSON.parse(completion.choices[0]!.message.content!);
+    assertMatchesSchema('PrecontextEntry', entry);
+    return entry;
+  };
+  const spoken = 'The quick brown fox jumps over the lazy dog. Please call me at noon tomorrow. Open the settings and click save.';
+  const audioPart = () => ({ type: 'file' as const, file: { filename: 'note.wav', file_data: dataUrl('audio/wav', speech(spoken, 'wav')) } });
+
+  it('transcribes speech (speech_to_text → stt) with timestamped segments', async () => {
+    const entry = await runTask('speech_to_text', { role: 'user', content: [audioPart()] });
+    assert.equal(entry.name, 'stt');
+    assert.ok(wordErrorRate(spoken, entry.result.text) < 0.2, entry.result.text);
+    assert.ok(entry.result.segments[0].end > entry.result.segments[0].start);
+  });
+
+  it('translates (translate) to the language the system message names', async () => {
+    const entry = await runTask('translate', { role: 'user', content: 'The cat is black.' }, 'to Spanish');
+    assert.deepEqual([entry.result.source_language, entry.result.target_language], ['en', 'es']);
+    assert.match(entry.result.translated_text, /gato/i);
+  });
+
+  it('detects objects (object_detection) in a sample photo', async () => {
+    const horse = readFileSync('.cache/fixtures/photos/horse.png');
+    const entry = await runTask('object_detection', withImage('What is this?', dataUrl('image/png', horse)));
+    assert.ok(entry.result.images[0].objects.some((o: { label: string }) => o.label === 'horse'));
+  });
+
+  it('transcribes attached audio for an ordinary chat (MoA), with the stt precontext', async () => {
+    const completion = await createChatCompletion(client, {
+      model: 'service', temperature: 0, max_tokens: 20,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'What time does the caller suggest?' }, audioPart()] }],
+    });
+    assert.deepEqual(completion.precontext.map((p) => p.name), ['stt']);
+    const entry = completion.precontext[0]!;
+    assert.ok(entry.name === 'stt' && wordErrorRate(spoken, entry.result.text) < 0.2, JSON.stringify(entry));
   });
 
   it('refuses URLs to loopback and cloud-metadata addresses with 400', async () => {

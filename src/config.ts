@@ -33,6 +33,8 @@ export interface Config {
     /** Tests only: lets the fetcher reach loopback addresses. */
     fetchAllowLoopback: boolean;
   };
+  /** The Python of the speech-to-text worker's environment. */
+  sttPython: string;
   search: {
     searxngUrl: string | undefined;
     braveApiKey: string | undefined;
@@ -76,6 +78,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       fetchTimeoutMs: integer(env, 'FETCH_TIMEOUT_MS', 15_000, 1, 600_000),
       fetchAllowLoopback: boolean(env, 'FETCH_ALLOW_LOOPBACK', false),
     },
+    sttPython: env.STT_PYTHON || `${PROJECT_ROOT}.venv-stt/bin/python`,
     search: {
       searxngUrl: env.SEARXNG_URL || undefined,
       braveApiKey: env.BRAVE_SEARCH_API_KEY || undefined,

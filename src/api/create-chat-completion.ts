@@ -57,12 +57,12 @@ async function prepare(
   bypassMoa: boolean,
   deps: ChatCompletionDeps,
 ): Promise<{ events: AsyncIterable<GenerationEvent>; precontext: PrecontextEntry[] }> {
-  const { task } = readDirectives(body.messages);
-  if (task !== undefined) return runTaskMode(task, body, generation, deps);
+  const { task, instructions } = readDirectives(body.messages);
+  if (task !== undefined) return runTaskMode(task, instructions, body, generation, deps);
   if (bypassMoa) return { events: deps.engine.generate(generation), precontext: [] };
   const attachments = await resolveAttachments(body.messages, deps.attachmentLimits);
   if (attachments.length === 0) return { events: deps.engine.generate(generation), precontext: [] };
   const routed = await routeAttachments(attachments, generation.messages,
-    { text: lastUserText(body.messages), output: generation.output, signal: generation.signal }, deps.tasks);
+    { text: lastUserText(body.messages), instructions: '', output: generation.output, signal: generation.signal }, deps.tasks);
   return { events: deps.engine.generate({ ...generation, messages: routed.messages }), precontext: routed.precontext };
 }

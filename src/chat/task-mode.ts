@@ -16,6 +16,7 @@ const ANNOTATIONS = new Set(['title', 'description', '$schema', '$id', 'type', '
  */
 export async function runTaskMode(
   name: string,
+  instructions: string,
   body: ChatCompletionRequest,
   generation: GenerationRequest,
   deps: { tasks: TaskRegistry; attachmentLimits: AttachmentLimits },
@@ -23,7 +24,7 @@ export async function runTaskMode(
   const task = deps.tasks.get(name);
   if (task.name !== 'scraper') checkOpenFormat(body);
   const attachments = await resolveAttachments(body.messages, deps.attachmentLimits);
-  const entry = await task.run({ attachments, text: lastUserText(body.messages), output: generation.output, signal: generation.signal });
+  const entry = await task.run({ attachments, text: lastUserText(body.messages), instructions, output: generation.output, signal: generation.signal });
   async function* events(): AsyncGenerator<GenerationEvent> {
     yield { type: 'content', text: JSON.stringify(entry) };
     yield { type: 'done', finishReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 } };

@@ -1,9 +1,15 @@
 import type { Config } from '../config.ts';
 import type { Engine } from '../engines/engine.ts';
 import type { AttachmentLimits } from '../inputs/attachments.ts';
+import { CocoDetector } from './object-detection/coco-detector.ts';
+import { createObjectDetectionTask } from './object-detection/object-detection-task.ts';
 import { createOcrTask } from './ocr/ocr-task.ts';
 import { TesseractReader } from './ocr/tesseract-reader.ts';
 import { TaskRegistry } from './registry.ts';
+import { createSpeechToTextTask } from './speech-to-text/speech-to-text-task.ts';
+import { WhisperWorker } from './speech-to-text/whisper-worker.ts';
+import { Apertium } from './translate/apertium.ts';
+import { createTranslateTask } from './translate/translate-task.ts';
 import { createScraperTask } from './scraper/scraper-task.ts';
 import { createBraveProvider, createSearxngProvider, type SearchProvider } from './web-search/search-provider.ts';
 import { createWebSearchTask } from './web-search/web-search-task.ts';
@@ -28,7 +34,10 @@ export async function createTasks(config: Config, engine: Engine): Promise<TaskR
   const limits = attachmentLimitsOf(config);
   return new TaskRegistry([
     createOcrTask(new TesseractReader()),
+    createObjectDetectionTask(new CocoDetector()),
     createScraperTask({ engine, fetchLimits: limits.fetch }),
     createWebSearchTask(searchProviderOf(config)),
+    createTranslateTask(new Apertium()),
+    createSpeechToTextTask(new WhisperWorker(config.sttPython, config.local.threads)),
   ]);
 }

@@ -4,10 +4,12 @@ import type { Attachment } from '../inputs/attachments.ts';
 
 export type PrecontextEntry = components['schemas']['PrecontextEntry'];
 
-/** What a task reads: the request's attachments and the text of its last user message. */
+/** What a task reads: the request's attachments, its last user message, and its system text. */
 export interface TaskInput {
   attachments: Attachment[];
   text: string;
+  /** The system messages without their directive tags (e.g. "to Spanish" for translate). */
+  instructions: string;
   output: OutputFormat;
   signal: AbortSignal;
 }

@@ -1,5 +1,9 @@
 // Inputs the tests make themselves, with known content: text rendered to images, PDFs with and
-// without a text layer, and the character error rate to score OCR against them.
+// without a text layer, speech by espeak-ng in several formats, and the error rates to score them.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 import sharp from 'sharp';
 
@@ -35,9 +39,32 @@ export const dataUrl = (mime: string, bytes: Buffer) => `data:${mime};base64,${b
 
 /** Character error rate: edit distance over the reference length, on whitespace-folded text. */
 export function characterErrorRate(reference: string, hypothesis: string): number {
-  const fold = (s: string) => s.replace(/\s+/g, ' ').trim();
-  const a = fold(reference);
-  const b = fold(hypothesis);
+  const fold = (s: string) => [...s.replace(/\s+/g, ' ').trim()];
+  return editDistance(fold(reference), fold(hypothesis)) / Math.max(1, fold(reference).length);
+}
+
+/** `text` spoken by espeak-ng, encoded by ffmpeg as wav, mp3, ogg (Vorbis) or webm (Opus). */
+export function speech(text: string, format: 'wav' | 'mp3' | 'ogg' | 'webm'): Buffer {
+  const dir = mkdtempSync(join(tmpdir(), 'speech-'));
+  try {
+    execFileSync('espeak-ng', ['-s', '150', '-w', join(dir, 'a.wav'), text]);
+    if (format === 'wav') return readFileSync(join(dir, 'a.wav'));
+    const codec = { mp3: ['-c:a', 'libmp3lame'], ogg: ['-c:a', 'libvorbis'], webm: ['-c:a', 'libopus'] }[format];
+    execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-i', join(dir, 'a.wav'), ...codec, join(dir, `a.${format}`)]);
+    return readFileSync(join(dir, `a.${format}`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Word error rate: word-level edit distance over the reference's word count, case and punctuation folded. */
+export function wordErrorRate(reference: string, hypothesis: string): number {
+  const words = (s: string) => s.toLowerCase().replace(/[^a-z0-9' ]+/g, ' ').split(/\s+/).filter(Boolean);
+  return editDistance(words(reference), words(hypothesis)) / Math.max(1, words(reference).length);
+}
+
+/** Levenshtein distance between two sequences. */
+function editDistance<T>(a: T[], b: T[]): number {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
@@ -46,5 +73,5 @@ export function characterErrorRate(reference: string, hypothesis: string): numbe
     }
     previous = current;
   }
-  return previous[b.length]! / Math.max(1, a.length);
+  return previous[b.length]!;
 }

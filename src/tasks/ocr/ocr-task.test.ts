@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { characterErrorRate, renderTextImage, scannedPdf, textPdf } from '../../testing/fixtures.ts';
 import type { Attachment } from '../../inputs/attachments.ts';
+import { taskInput } from '../../testing/task-input.ts';
 import { createOcrTask } from './ocr-task.ts';
 import { TesseractReader } from './tesseract-reader.ts';
 
@@ -9,8 +10,7 @@ const LINES = ['Invoice 4721 from Northwind Traders', 'Total due: 12.50 EUR by 3
 const reader = new TesseractReader();
 const task = createOcrTask(reader);
 const attach = (kind: Attachment['kind'], mime: string, bytes: Buffer): Attachment => ({ kind, mime, bytes, param: 'messages[0].content[0]' });
-const run = (attachment: Attachment) =>
-  task.run({ attachments: [attachment], text: '', output: { kind: 'text' }, signal: new AbortController().signal });
+const run = (attachment: Attachment) => task.run(taskInput({ attachments: [attachment] }));
 
 describe('ocr task', () => {
   after(() => reader.close());

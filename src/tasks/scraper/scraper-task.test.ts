@@ -4,6 +4,7 @@ import { compileSchema } from '../../chat/json-schema.ts';
 import { createScriptedEngine } from '../../engines/scripted-engine.ts';
 import type { GenerationRequest } from '../../engines/engine.ts';
 import { startFakeUpstream } from '../../testing/fake-upstream.ts';
+import { taskInput } from '../../testing/task-input.ts';
 import { createScraperTask } from './scraper-task.ts';
 
 const PAGE = `<!doctype html><html><head><title>Northwind – Prices</title>
@@ -13,8 +14,7 @@ const PAGE = `<!doctype html><html><head><title>Northwind – Prices</title>
 <table><tr><th>Item</th><th>Price</th></tr><tr><td>Tea</td><td>3.50</td></tr><tr><td>Coffee</td><td>4.00</td></tr></table>
 </body></html>`;
 const fetchLimits = { maxBytes: 100_000, timeoutMs: 2000, maxRedirects: 2, allowLoopback: true };
-const input = (text: string, output: GenerationRequest['output'] = { kind: 'text' }) =>
-  ({ attachments: [], text, output, signal: new AbortController().signal });
+const input = (text: string, output: GenerationRequest['output'] = { kind: 'text' }) => taskInput({ text, output });
 
 describe('scraper task', () => {
   const closers: (() => Promise<void>)[] = [];

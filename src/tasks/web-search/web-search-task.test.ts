@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ServiceError } from '../../http/errors.ts';
 import { startFakeUpstream } from '../../testing/fake-upstream.ts';
+import { taskInput } from '../../testing/task-input.ts';
 import { createBraveProvider, createSearxngProvider } from './search-provider.ts';
 import { createWebSearchTask } from './web-search-task.ts';
 
-const input = (text: string) => ({ attachments: [], text, output: { kind: 'text' as const }, signal: new AbortController().signal });
+const input = (text: string) => taskInput({ text });
 
 describe('web_search task', () => {
   const closers: (() => Promise<void>)[] = [];

@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { loadConfig } from '../../config.ts';
+import { ServiceError } from '../../http/errors.ts';
+import { speech, wordErrorRate } from '../../testing/fixtures.ts';
+import { taskInput } from '../../testing/task-input.ts';
+import { createSpeechToTextTask } from './speech-to-text-task.ts';
+import { WhisperWorker } from './whisper-worker.ts';
+
+const SENTENCES = 'The quick brown fox jumps over the lazy dog. Please call me at noon tomorrow. Open the settings and click save.';
+const MIME = { wav: 'audio/wav', mp3: 'audio/mpeg', ogg: 'audio/ogg', webm: 'audio/webm' } as const;
+const worker = new WhisperWorker(loadConfig(process.env).sttPython, 2);
+const task = createSpeechToTextTask(worker);
+
+describe('speech_to_text task (faster-whisper tiny.en)', () => {
+  after(() => worker.close());
+
+  for (const format of ['wav', 'mp3', 'ogg', 'webm'] as const) {
+    it(`transcribes espeak-ng speech in ${format} with a word error rate under 15%`, async () => {
+      const entry = await task.run(taskInput({ attachments: [{ kind: 'audio', mime: MIME[format], bytes: speech(SENTENCES, format), param: `a.${format}` }] }));
+      if (entry.name !== 'stt') return assert.fail('not an stt entry');
+      const wer = wordErrorRate(SENTENCES, entry.result.text);
+      assert.ok(wer < 0.15, `WER ${wer}: ${entry.result.text}`);
+      assert.equal(entry.result.language, 'en');
+      assert.ok(entry.result.duration_seconds > 3);
+      const segments = entry.result.segments;
+      assert.ok(segments.length >= 1);
+      segments.forEach((s, i) => {
+        assert.ok(s.start < s.end && s.end <= entry.result.duration_seconds + 0.5, JSON.stringify(s));
+        if (i > 0) assert.ok(s.start >= segments[i - 1]!.start);
+        assert.equal(s.source, `a.${format}`);
+      });
+    });
+  }
+
+  it('answers 400 for audio that cannot be decoded', async () => {
+    await assert.rejects(task.run(taskInput({ attachments: [{ kind: 'audio', mime: 'audio/wav', bytes: Buffer.from('RIFF....WAVEjunk'), param: 'bad.wav' }] })),
+      (e: unknown) => e instanceof ServiceError && e.status === 400 && /bad\.wav/.test(e.message));
+  });
+});

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ServiceError } from '../../http/errors.ts';
+import { taskInput } from '../../testing/task-input.ts';
+import { Apertium } from './apertium.ts';
+import { createTranslateTask } from './translate-task.ts';
+
+const task = createTranslateTask(new Apertium());
+const translate = async (text: string, instructions: string) => {
+  const entry = await task.run(taskInput({ text, instructions }));
+  if (entry.name !== 'translate') throw new Error('not a translate entry');
+  return entry.result;
+};
+
+describe('translate task (apertium)', () => {
+  it('translates English to Spanish, the target named in words', async () => {
+    const result = await translate('The cat is black.', 'to Spanish');
+    assert.deepEqual([result.source_language, result.target_language, result.engine], ['en', 'es', 'apertium eng-spa']);
+    assert.match(result.translated_text, /gato/i);
+    assert.match(result.translated_text, /negro/i);
+  });
+
+  it('detects the source language and translates to English by default', async () => {
+    const result = await translate('El perro come pan en la casa.', '');
+    assert.equal(result.source_language, 'es');
+    assert.equal(result.target_language, 'en');
+    assert.match(result.translated_text, /dog/i);
+  });
+
+  it('pivots through Spanish where no direct pair exists (French to Catalan)', async () => {
+    const result = await translate('Le chat est noir.', 'from French to ca');
+    assert.equal(result.engine, 'apertium fr-es + spa-cat');
+    assert.match(result.translated_text, /gat/i);
+  });
+
+  it('refuses a pair it cannot translate, listing the ones it can', async () => {
+    await assert.rejects(translate('Hello world, how are you today?', 'to Japanese'),
+      (e: unknown) => e instanceof ServiceError && e.status === 400 && /target language/.test(e.message));
+    await assert.rejects(translate('Hello world, how are you today?', 'to it'),
+      (e: unknown) => e instanceof ServiceError && e.code === 'unsupported_language_pair' && /en-es/.test(e.message));
+  });
+});
