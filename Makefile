@@ -14,11 +14,13 @@ TESTS := $(shell find src -name '*.test.ts' | sort)
 # The test deployment: the local engine, and a second instance that uses the first as its upstream.
 LOCAL_URL := http://127.0.0.1:$(TEST_PORT)/v1
 CHAINED_URL := http://127.0.0.1:$(CHAINED_PORT)/v1
-TEST_ENV := SERVICE_API_KEY=$(TEST_KEY) KEYS_FILE=.cache/test-keys.json CONTEXT_SIZE=4096
+SEARXNG_PORT ?= 8888
+TEST_ENV := SERVICE_API_KEY=$(TEST_KEY) KEYS_FILE=.cache/test-keys.json CONTEXT_SIZE=4096 SEARXNG_URL=http://127.0.0.1:$(SEARXNG_PORT)
+SERVE_SEARXNG := scripts/while-serving.sh http://127.0.0.1:$(SEARXNG_PORT)/search "$(NODE) contract-tests/fake-searxng.ts $(SEARXNG_PORT)"
 SERVE_LOCAL := scripts/while-serving.sh $(LOCAL_URL)/chat/completions "PORT=$(TEST_PORT) $(TEST_ENV) $(NODE) src/main.ts"
 SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
-SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096
+SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
 .PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test
 
@@ -93,7 +95,7 @@ unit: node_modules/.installed
 	$(NODE) --test $(TESTS)
 
 contract: setup
-	$(SERVE_LOCAL) $(SERVE_CHAINED) env $(SUITE_ENV) contract-tests/run-suites.sh $(LOCAL_URL) $(CHAINED_URL)
+	$(SERVE_SEARXNG) $(SERVE_LOCAL) $(SERVE_CHAINED) env $(SUITE_ENV) contract-tests/run-suites.sh $(LOCAL_URL) $(CHAINED_URL)
 
 contract-mock: setup
 	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
@@ -102,7 +104,7 @@ contract-mock: setup
 		env MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(NODE) --test contract-tests/mock.test.ts
 
 fuzz: setup
-	$(SERVE_LOCAL) contract-tests/fuzz.sh $(LOCAL_URL) $(TEST_KEY) $(FUZZ_EXAMPLES)
+	$(SERVE_SEARXNG) $(SERVE_LOCAL) contract-tests/fuzz.sh $(LOCAL_URL) $(TEST_KEY) $(FUZZ_EXAMPLES)
 
 test: setup lint check-generated typecheck unit contract contract-mock fuzz
 	@echo "make test: every check passed"

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createChatCompletion, createServiceClient, ServiceResponseError } from '../client/index.ts';
 import { readFileSync } from 'node:fs';
-import { dataUrl, renderTextImage, speech, wordErrorRate } from '../src/testing/fixtures.ts';
+import { dataUrl, loginScreenshot, renderTextImage, speech, wordErrorRate } from '../src/testing/fixtures.ts';
 import { assertMatchesSchema } from './contract-schemas.ts';
 import { target } from './target.ts';
 
@@ -110,6 +110,13 @@ describe(`tasks at ${baseUrl}`, () => {
     assert.ok(entry.result.images[0].objects.some((o: { label: string }) => o.label === 'horse'));
   });
 
+  it('finds buttons, inputs and text in a screenshot (gui_detection)', async () => {
+    const { png } = await loginScreenshot();
+    const entry = await runTask('gui_detection', withImage('Find the controls.', dataUrl('image/png', png)));
+    const types = entry.result.images[0].elements.map((e: { type: string }) => e.type);
+    for (const type of ['button', 'input', 'text', 'icon']) assert.ok(types.includes(type), `${type} in ${types}`);
+  });
+
   it('transcribes attached audio for an ordinary chat (MoA), with the stt precontext', async () => {
     const completion = await createChatCompletion(client, {
       model: 'service', temperature: 0, max_tokens: 20,
@@ -125,6 +132,21 @@ describe(`tasks at ${baseUrl}`, () => {
       await assert.rejects(createChatCompletion(client, { model: 'service', messages: [withImage('x', url)] }),
         rejected(400, /may not be fetched/), url);
     }
+  });
+
+  it('searches the web (web_search) when the deployment has a search provider', { skip: process.env.SERVICE_HAS_SEARCH !== 'true' }, async () => {
+    const entry = await runTask('web_search', { role: 'user', content: 'weather in Paris' });
+    assert.equal(entry.result.query, 'weather in Paris');
+    assert.ok(entry.result.results.length > 0 && entry.result.results.every((r: { url: string }) => /^https?:\/\//.test(r.url)));
+  });
+
+  it('scrapes an attached HTML page (scraper): title, text, links and tables', async () => {
+    const html = '<html><head><title>Prices</title></head><body><p>Fresh today.</p><a href="https://example.org/tea">Tea</a>'
+      + '<table><tr><th>Item</th><th>Price</th></tr><tr><td>Tea</td><td>3.50</td></tr></table></body></html>';
+    const entry = await runTask('scraper', { role: 'user', content: [{ type: 'file', file: { filename: 'prices.html', file_data: dataUrl('text/html', Buffer.from(html)) } }] });
+    assert.equal(entry.result.title, 'Prices');
+    assert.deepEqual(entry.result.tables, [{ headers: ['Item', 'Price'], rows: [['Tea', '3.50']] }]);
+    assert.deepEqual(entry.result.links, [{ text: 'Tea', url: 'https://example.org/tea' }]);
   });
 
   it('answers web_search without a configured provider with 503 saying how to configure one', { skip: process.env.SERVICE_HAS_SEARCH === 'true' }, async () => {

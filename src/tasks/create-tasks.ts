@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Engine } from '../engines/engine.ts';
 import type { AttachmentLimits } from '../inputs/attachments.ts';
+import { createGuiDetectionTask } from './gui-detection/gui-detection-task.ts';
 import { CocoDetector } from './object-detection/coco-detector.ts';
 import { createObjectDetectionTask } from './object-detection/object-detection-task.ts';
 import { createOcrTask } from './ocr/ocr-task.ts';
@@ -32,8 +33,10 @@ function searchProviderOf(config: Config): SearchProvider | undefined {
 /** Every built-in task this deployment runs. */
 export async function createTasks(config: Config, engine: Engine): Promise<TaskRegistry> {
   const limits = attachmentLimitsOf(config);
+  const reader = new TesseractReader(); // one Tesseract worker for OCR and GUI detection
   return new TaskRegistry([
-    createOcrTask(new TesseractReader()),
+    createOcrTask(reader),
+    createGuiDetectionTask(reader),
     createObjectDetectionTask(new CocoDetector()),
     createScraperTask({ engine, fetchLimits: limits.fetch }),
     createWebSearchTask(searchProviderOf(config)),

@@ -1,6 +1,7 @@
 import type { components } from '../../generated/openapi.ts';
 import type { OutputFormat } from '../engines/engine.ts';
-import type { Attachment } from '../inputs/attachments.ts';
+import { invalidRequest } from '../http/errors.ts';
+import type { Attachment, AttachmentKind } from '../inputs/attachments.ts';
 
 export type PrecontextEntry = components['schemas']['PrecontextEntry'];
 
@@ -23,3 +24,10 @@ export interface Task {
 /** The names `<task>NAME</task>` accepts (the spec's list). */
 export const TASK_NAMES = ['ocr', 'object_detection', 'gui_detection', 'web_search', 'scraper', 'speech_to_text', 'translate'] as const;
 export type TaskName = (typeof TASK_NAMES)[number];
+
+/** The attachments a task reads; 400 when the request has none of them. */
+export function attachmentsFor(task: TaskName, input: TaskInput, kinds: AttachmentKind[], what: string): Attachment[] {
+  const found = input.attachments.filter((a) => kinds.includes(a.kind));
+  if (found.length === 0) throw invalidRequest(`The ${task} task needs ${what} in the user message.`, 'invalid_request', 'messages');
+  return found;
+}

@@ -75,3 +75,34 @@ function editDistance<T>(a: T[], b: T[]): number {
   }
   return previous[b.length]!;
 }
+
+export interface DrawnElement {
+  type: 'button' | 'input' | 'text' | 'icon';
+  text?: string;
+  bbox: { x: number; y: number; width: number; height: number };
+}
+
+/** A login screen drawn as SVG and rendered by sharp, with the elements it holds. */
+export async function loginScreenshot(): Promise<{ png: Buffer; elements: DrawnElement[] }> {
+  const elements: DrawnElement[] = [
+    { type: 'text', text: 'Sign in to Northwind', bbox: { x: 60, y: 40, width: 330, height: 30 } },
+    { type: 'text', text: 'Email', bbox: { x: 60, y: 100, width: 60, height: 20 } },
+    { type: 'input', bbox: { x: 60, y: 128, width: 360, height: 40 } },
+    { type: 'text', text: 'Password', bbox: { x: 60, y: 190, width: 100, height: 20 } },
+    { type: 'input', bbox: { x: 60, y: 218, width: 360, height: 40 } },
+    { type: 'button', text: 'Submit', bbox: { x: 60, y: 290, width: 160, height: 44 } },
+    { type: 'icon', bbox: { x: 440, y: 40, width: 28, height: 28 } },
+  ];
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="520" height="380">
+    <rect width="520" height="380" fill="#ffffff"/>
+    <text x="60" y="64" font-family="DejaVu Sans" font-size="24" fill="#111111">Sign in to Northwind</text>
+    <text x="60" y="116" font-family="DejaVu Sans" font-size="16" fill="#222222">Email</text>
+    <rect x="61" y="129" width="358" height="38" fill="#ffffff" stroke="#777777" stroke-width="2"/>
+    <text x="60" y="206" font-family="DejaVu Sans" font-size="16" fill="#222222">Password</text>
+    <rect x="61" y="219" width="358" height="38" fill="#ffffff" stroke="#777777" stroke-width="2"/>
+    <rect x="60" y="290" width="160" height="44" rx="6" fill="#1f5fbf"/>
+    <text x="140" y="318" text-anchor="middle" font-family="DejaVu Sans" font-size="18" fill="#ffffff">Submit</text>
+    <circle cx="454" cy="54" r="14" fill="#444444"/>
+  </svg>`;
+  return { png: await sharp(Buffer.from(svg)).png().toBuffer(), elements };
+}

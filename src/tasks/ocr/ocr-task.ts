@@ -1,7 +1,7 @@
 import type { components } from '../../../generated/openapi.ts';
 import { invalidRequest } from '../../http/errors.ts';
 import type { Attachment } from '../../inputs/attachments.ts';
-import type { Task } from '../task.ts';
+import { attachmentsFor, type Task } from '../task.ts';
 import { readTextLayer, renderPages } from './pdf-reader.ts';
 import type { TesseractReader } from './tesseract-reader.ts';
 
@@ -15,8 +15,7 @@ export function createOcrTask(reader: TesseractReader): Task {
   return {
     name: 'ocr',
     async run(input) {
-      const readable = input.attachments.filter((a) => a.kind === 'image' || a.kind === 'pdf');
-      if (readable.length === 0) throw invalidRequest('The ocr task needs an image or a PDF in the user message.', 'invalid_request', 'messages');
+      const readable = attachmentsFor('ocr', input, ['image', 'pdf'], 'an image or a PDF');
       const pages: OcrPage[] = [];
       for (const attachment of readable) pages.push(...(await readAttachment(attachment, reader)));
       return { name: 'ocr', result: { text: pages.map((p) => p.text).filter(Boolean).join('\n\n'), pages } };

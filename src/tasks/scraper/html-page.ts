@@ -5,6 +5,18 @@ export type ScraperResult = components['schemas']['ScraperResult'];
 
 const MAX_TEXT = 100_000;
 
+/** An absolute link where the page has a URL to resolve against (an attached file has none). */
+function resolveHref(href: string, base: string): string {
+  for (const attempt of [() => new URL(href, base), () => new URL(href)]) {
+    try {
+      return attempt().toString();
+    } catch {
+      // not resolvable this way
+    }
+  }
+  return href;
+}
+
 /** Title, readable text, links, tables and `<meta>` of an HTML page. */
 export function readHtmlPage(html: string, url: string): Omit<ScraperResult, 'extracted'> {
   const $ = cheerio.load(html);
@@ -20,11 +32,8 @@ export function readHtmlPage(html: string, url: string): Omit<ScraperResult, 'ex
 
   const links: { text: string; url: string }[] = [];
   $('a[href]').each((_, el) => {
-    try {
-      links.push({ text: clean($(el).text()), url: new URL($(el).attr('href')!, url).toString() });
-    } catch {
-      // an href that is no URL
-    }
+    const href = $(el).attr('href')!;
+    links.push({ text: clean($(el).text()), url: resolveHref(href, url) });
   });
 
   const tables = $('table').toArray().map((table) => {

@@ -1,5 +1,4 @@
-import { invalidRequest } from '../../http/errors.ts';
-import type { Task } from '../task.ts';
+import { attachmentsFor, type Task } from '../task.ts';
 import type { WhisperWorker } from './whisper-worker.ts';
 
 /** Transcripts with timestamped segments for each attached audio file (precontext name `stt`). */
@@ -7,8 +6,7 @@ export function createSpeechToTextTask(worker: WhisperWorker): Task {
   return {
     name: 'speech_to_text',
     async run(input) {
-      const audio = input.attachments.filter((a) => a.kind === 'audio');
-      if (audio.length === 0) throw invalidRequest('The speech_to_text task needs an audio file in the user message.', 'invalid_request', 'messages');
+      const audio = attachmentsFor('speech_to_text', input, ['audio'], 'an audio file');
       const segments = [];
       const texts = [];
       let duration = 0;
