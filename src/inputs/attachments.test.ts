@@ -26,6 +26,8 @@ describe('resolveAttachments', () => {
     await assert.rejects(resolveAttachments(file('notes.txt', dataUrl('application/pdf', png)), limits), rejects('invalid_content'));
     await assert.rejects(resolveAttachments(file('a.exe', dataUrl('application/x-msdownload', Buffer.from('MZ'))), limits), rejects('unsupported_content'));
     await assert.rejects(resolveAttachments(image(dataUrl('image/png', Buffer.alloc(300_000))), limits), rejects('file_too_large', 413));
+    const truncated = png.subarray(0, 60); // a PNG's signature and header, then nothing
+    await assert.rejects(resolveAttachments(image(dataUrl('image/png', truncated)), limits), rejects('invalid_content'));
   });
 
   it('accepts text files that are text, and refuses binary ones declared as text', async () => {

@@ -1,5 +1,6 @@
 import { extname } from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
+import sharp from 'sharp';
 import type { ContentPart, Message } from '../api/types.ts';
 import { invalidRequest } from '../http/errors.ts';
 import { type FetchLimits, safeFetch, tooLarge } from './safe-fetch.ts';
@@ -22,7 +23,7 @@ export interface AttachmentLimits {
 
 /** MIME types the service reads, by kind. Aliases callers use are folded into one spelling. */
 const KINDS: Record<string, AttachmentKind> = {
-  'image/png': 'image', 'image/jpeg': 'image', 'image/gif': 'image', 'image/webp': 'image', 'image/bmp': 'image', 'image/tiff': 'image',
+  'image/png': 'image', 'image/jpeg': 'image', 'image/gif': 'image', 'image/webp': 'image', 'image/tiff': 'image',
   'application/pdf': 'pdf',
   'audio/wav': 'audio', 'audio/mpeg': 'audio', 'audio/ogg': 'audio', 'audio/webm': 'audio', 'audio/flac': 'audio', 'audio/mp4': 'audio',
   'text/plain': 'text', 'text/markdown': 'text', 'text/csv': 'text', 'text/html': 'text', 'application/json': 'text',
@@ -33,7 +34,7 @@ const ALIASES: Record<string, string> = {
   'application/ogg': 'audio/ogg',
 };
 const EXTENSIONS: Record<string, string> = {
-  '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp', '.bmp': 'image/bmp',
+  '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp',
   '.tif': 'image/tiff', '.tiff': 'image/tiff', '.pdf': 'application/pdf', '.wav': 'audio/wav', '.mp3': 'audio/mpeg', '.ogg': 'audio/ogg',
   '.oga': 'audio/ogg', '.webm': 'audio/webm', '.flac': 'audio/flac', '.m4a': 'audio/mp4', '.txt': 'text/plain', '.md': 'text/markdown',
   '.csv': 'text/csv', '.html': 'text/html', '.htm': 'text/html', '.json': 'application/json',
@@ -86,6 +87,7 @@ async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: 
   if (part.type === 'image_url' && kind !== 'image') {
     throw invalidRequest(`${param}: image_url holds ${mime}, not an image`, 'invalid_content', param);
   }
+  if (kind === 'image') await checkDecodable(bytes, param);
   return { kind, mime, bytes, param, ...(filename ? { filename } : {}) };
 }
 
@@ -106,6 +108,17 @@ function checkedMime(param: string, declared: string | undefined, byName: string
     throw invalidRequest(`${param}: declared as ${claimed} but the content is ${sniffed ?? 'not recognised'}`, 'invalid_content', param);
   }
   return claimed;
+}
+
+/** Right magic bytes are not a whole image: the tasks must be able to decode it. */
+async function checkDecodable(bytes: Buffer, param: string): Promise<void> {
+  try {
+    const { width, height } = await sharp(bytes).metadata();
+    if (!width || !height) throw new Error('no size');
+    await sharp(bytes).resize(1, 1).raw().toBuffer();
+  } catch (err) {
+    throw invalidRequest(`${param} is not a readable image: ${(err as Error).message}`, 'invalid_content', param);
+  }
 }
 
 function isUtf8Text(bytes: Buffer): boolean {
