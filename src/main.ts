@@ -7,7 +7,7 @@ import { attachmentLimitsOf, createTasks } from './tasks/create-tasks.ts';
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
   const engine = await createEngine(config);
-  const tasks = await createTasks(config, engine);
+  const tasks = createTasks(config, engine);
   const keys = new KeyStore(config.keysFile, config.apiKey ? [config.apiKey] : []);
   const app = createApp({
     engine, tasks, keys,

@@ -31,7 +31,7 @@ function searchProviderOf(config: Config): SearchProvider | undefined {
 }
 
 /** Every built-in task this deployment runs. */
-export async function createTasks(config: Config, engine: Engine): Promise<TaskRegistry> {
+export function createTasks(config: Config, engine: Engine): TaskRegistry {
   const limits = attachmentLimitsOf(config);
   const reader = new TesseractReader(); // one Tesseract worker for OCR and GUI detection
   return new TaskRegistry([
