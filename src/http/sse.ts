@@ -7,7 +7,8 @@ type Logger = Pick<Console, 'error'>;
  * The one SSE writer. Writes each item as a `data:` event and ends with `data: [DONE]`. A failure
  * before the first item is thrown, for the error handler to answer with a status; one after the
  * stream has started cannot change the status any more, so it leaves as a final
- * `data: {"error":…}` event. When the client goes away, `abort` fires so the producer stops work.
+ * `data: {"error":…}` event. The caller aborts `abort` when the client goes away; the writer then
+ * stops pulling items.
  */
 export async function writeEventStream(
   req: Request,
@@ -16,17 +17,12 @@ export async function writeEventStream(
   abort: AbortController,
   log: Logger,
 ): Promise<void> {
-  const onClose = () => {
-    if (!res.writableFinished) abort.abort(new Error('client disconnected'));
-  };
-  res.on('close', onClose);
   // The first item is awaited before the headers go out: until then a failure is an HTTP error.
   const iterator = items[Symbol.asyncIterator]();
   let next: IteratorResult<unknown>;
   try {
     next = await iterator.next();
   } catch (err) {
-    res.off('close', onClose);
     await iterator.return?.();
     throw err;
   }
@@ -53,7 +49,6 @@ export async function writeEventStream(
       send(JSON.stringify(error.toEnvelope()));
     }
   } finally {
-    res.off('close', onClose);
     await iterator.return?.();
     send('[DONE]');
     res.end();
