@@ -238,3 +238,50 @@ describe('engine resources', () => {
     }
   });
 });
+
+describe('review findings: keys file, tool call ids', () => {
+  it('keeps serving the key given at start when the keys file turns malformed', async () => {
+    const { utimesSync, writeFileSync } = await import('node:fs');
+    const server = await startTestServer();
+    try {
+      server.keys.create('good');
+      writeFileSync(server.keys.file, '[{"id": "key_1",');
+      utimesSync(server.keys.file, 1_000, 1_000); // an mtime of its own, so the change cannot go unseen
+      assert.equal((await postCompletion(server.baseUrl, hello)).status, 200);
+      const anonymous = await fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(hello),
+      });
+      await expectError(anonymous, 401, 'authentication_error', 'invalid_api_key');
+      assert.match(server.keys.problem() ?? '', /cannot be read/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses empty tool call ids in the validator, naming the field', async () => {
+    const server = await startTestServer();
+    try {
+      const call = { id: '', type: 'function', function: { name: 'f', arguments: '{}' } };
+      const emptyAnswer = { ...hello, messages: [
+        ...hello.messages,
+        { role: 'assistant', content: null, tool_calls: [{ ...call, id: 'call_1' }] },
+        { role: 'tool', tool_call_id: '', content: '1' },
+      ] };
+      const answerError = await expectError(await postCompletion(server.baseUrl, emptyAnswer), 400,
+        'invalid_request_error', 'invalid_request');
+      assert.match(answerError.message, /messages\.2\.tool_call_id: must NOT have fewer than 1 characters/);
+      const emptyCall = { ...hello, messages: [
+        ...hello.messages,
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: '', content: '1' },
+      ] };
+      const callError = await expectError(await postCompletion(server.baseUrl, emptyCall), 400,
+        'invalid_request_error', 'invalid_request');
+      assert.match(callError.message, /messages\.1\.tool_calls\.0\.id: must NOT have fewer than 1 characters/);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -71,4 +71,40 @@ describe('withQueue', () => {
     await Promise.all([first, third]);
     assert.deepEqual(gated.started, ['a', 'c']);
   });
+
+  describe('Retry-After on queue_full, from how long recent generations held a slot', () => {
+    /** Fills a one-slot queue with two waiting after `history` generations of `seconds` each, then asks once more. */
+    async function refusalAfter(history: number, seconds: number) {
+      let clock = 0;
+      const gated = gatedEngine();
+      const queued = withQueue(gated.engine, { concurrency: 1, maxWaiting: 2, now: () => clock });
+      for (let i = 0; i < history; i++) {
+        const done = ask(queued, `old${i}`);
+        while (!gated.started.includes(`old${i}`)) await new Promise((r) => setTimeout(r, 1));
+        clock += seconds * 1000;
+        await gated.release(`old${i}`);
+        await done;
+      }
+      const held = ['a', 'b', 'c'].map((n) => ask(queued, n));
+      const refusal = await ask(queued, 'd').then(() => assert.fail('not refused'), (e: unknown) => e as ServiceError);
+      for (const n of ['a', 'b', 'c']) await gated.release(n);
+      await Promise.all(held);
+      assert.equal(refusal.code, 'queue_full');
+      return { seconds: Number(refusal.headers['Retry-After']), message: refusal.message };
+    }
+
+    it('is 1 s before any generation has finished', async () => {
+      assert.equal((await refusalAfter(0, 0)).seconds, 1);
+    });
+
+    it('covers the waiting requests: two waiting for one slot after 10 s generations', async () => {
+      const { seconds, message } = await refusalAfter(3, 10);
+      assert.ok(seconds >= 20 && seconds <= 600, `Retry-After ${seconds}`);
+      assert.match(message, new RegExp(`retry in about ${seconds} s`, 'i'));
+    });
+
+    it('is capped at 600 s', async () => {
+      assert.equal((await refusalAfter(2, 1000)).seconds, 600);
+    });
+  });
 });

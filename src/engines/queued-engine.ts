@@ -6,7 +6,13 @@ export interface QueueOptions {
   concurrency: number;
   /** Requests that may wait for a turn; one more is answered 503 `queue_full`. */
   maxWaiting: number;
+  /** Milliseconds on a monotonic clock; tests pass a fake one. */
+  now?: () => number;
 }
+
+/** The newest generation's share of the moving average of how long a generation holds a slot. */
+const RECENT_WEIGHT = 0.3;
+const RETRY_AFTER_MAX_SECONDS = 600;
 
 /**
  * First come, first served: at most `concurrency` generations run, the rest wait in arrival
@@ -14,8 +20,10 @@ export interface QueueOptions {
  * client leaves while it waits gives its place up.
  */
 export function withQueue(engine: Engine, options: QueueOptions): Engine {
+  const now = options.now ?? (() => performance.now());
   let running = 0;
   const waiting: { start: () => void; signal: AbortSignal }[] = [];
+  let recentHoldMs: number | undefined;
 
   const next = () => {
     while (running < options.concurrency && waiting.length > 0) {
@@ -26,6 +34,17 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
     }
   };
 
+  /**
+   * Roughly how long the queue ahead takes to drain, so that refused clients come back spread
+   * over that time instead of all at once a second later. At least one generation is ahead of a
+   * retry even when none may wait.
+   */
+  const retryAfterSeconds = () => {
+    if (recentHoldMs === undefined) return 1;
+    const seconds = (Math.max(waiting.length, 1) * recentHoldMs) / 1000 / options.concurrency;
+    return Math.min(RETRY_AFTER_MAX_SECONDS, Math.max(1, Math.ceil(seconds)));
+  };
+
   const acquire = (signal: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
       if (running < options.concurrency && waiting.length === 0) {
@@ -33,9 +52,10 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
         return resolve();
       }
       if (waiting.length >= options.maxWaiting) {
+        const seconds = retryAfterSeconds();
         return reject(serviceUnavailable(
-          `The service is at capacity (${running} generating, ${waiting.length} waiting). Retry shortly.`,
-          'queue_full'));
+          `The service is at capacity (${running} generating, ${waiting.length} waiting). Retry in about ${seconds} s.`,
+          'queue_full', seconds));
       }
       const turn = { start: resolve, signal };
       waiting.push(turn);
@@ -52,9 +72,12 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
     ...(engine.countTokens ? { countTokens: (text: string) => engine.countTokens!(text) } : {}),
     async *generate(request) {
       await acquire(request.signal);
+      const startedAt = now();
       try {
         yield* engine.generate(request);
       } finally {
+        const heldMs = now() - startedAt;
+        recentHoldMs = recentHoldMs === undefined ? heldMs : recentHoldMs + RECENT_WEIGHT * (heldMs - recentHoldMs);
         running--;
         next();
       }

@@ -40,6 +40,22 @@ describe('upstream engine', () => {
     assert.deepEqual(sent.stop, ['x']);
   });
 
+  it('gives a tool call the upstream sent without an id, or with an empty one, an id of its own', async () => {
+    const upstream = await startFakeUpstream((_b, res) =>
+      sendStream(res, [
+        delta({ tool_calls: [{ index: 0, function: { name: 'f', arguments: '{' } }] }),
+        delta({ tool_calls: [{ index: 0, function: { arguments: '}' } }] }),
+        delta({ tool_calls: [{ index: 1, id: '', function: { name: 'g', arguments: '{}' } }] }, 'tool_calls'),
+      ]));
+    closers.push(upstream.close);
+    const events = [];
+    for await (const event of engineFor(upstream.baseUrl).generate(request())) events.push(event);
+    const ids = events.flatMap((e) => (e.type === 'tool_call' && e.id !== undefined ? [e.id] : []));
+    assert.equal(ids.length, 2, 'one id per call, on its first delta');
+    for (const id of ids) assert.match(id, /^call_[0-9a-f]{24}$/);
+    assert.notEqual(ids[0], ids[1]);
+  });
+
   it('reads reasoning sent as leading <think> tags in content', async () => {
     const upstream = await startFakeUpstream((_b, res) =>
       sendStream(res, [delta({ content: '<think>a' }), delta({ content: 'b</think>Yes' }, 'stop')]));

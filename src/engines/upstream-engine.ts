@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { FinishReason } from '../api/types.ts';
 import { ThinkTagSplitter } from '../chat/think-tags.ts';
@@ -112,6 +113,7 @@ async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout):
   const think = new ThinkTagSplitter();
   let finishReason: FinishReason = 'stop';
   let usage = { promptTokens: 0, completionTokens: 0 };
+  const idsSent = new Set<number>();
 
   for await (const bytes of body) {
     idle.reset();
@@ -129,10 +131,15 @@ async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout):
       if (reasoning) yield { type: 'reasoning', text: reasoning };
       if (delta?.content) yield* think.push(delta.content);
       for (const call of delta?.tool_calls ?? []) {
+        const index = call.index ?? 0;
+        // The contract promises every call a non-empty id, and a caller needs one to answer it;
+        // some upstreams send none. Only a call's first delta carries it.
+        const first = !idsSent.has(index);
+        idsSent.add(index);
         yield {
           type: 'tool_call',
-          index: call.index ?? 0,
-          ...(call.id ? { id: call.id } : {}),
+          index,
+          ...(first ? { id: call.id || mintToolCallId() } : {}),
           ...(call.function?.name ? { name: call.function.name } : {}),
           arguments: call.function?.arguments ?? '',
         };
@@ -143,6 +150,9 @@ async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout):
   yield* think.flush();
   yield { type: 'done', finishReason, usage };
 }
+
+/** The local engine's form of id: `call_` and 24 hex digits. */
+const mintToolCallId = () => `call_${randomBytes(12).toString('hex')}`;
 
 function toFinishReason(value: string): FinishReason {
   if (value === 'length') return 'length';

@@ -57,4 +57,46 @@ describe('safeFetch', () => {
     assert.equal(refusedAddress('127.0.0.1', true), undefined);
     assert.match(refusedAddress('169.254.169.254', true)!, /linkLocal/);
   });
+
+  it('refuses http://[::127.0.0.1]/ (IPv4-compatible loopback) without connecting', async () => {
+    await assert.rejects(safeFetch('http://[::127.0.0.1]/', limits, 'url'),
+      (e: unknown) => refused('url_not_allowed')(e) && /127\.0\.0\.1/.test((e as Error).message));
+  });
+
+  // Each IPv6 form that carries an IPv4 address, judged by that address: [address, embedded, allowed].
+  const embedding: [string, string, boolean][] = [
+    ['::7f00:1', 'IPv4-compatible loopback', false],
+    ['::a9fe:a9fe', 'IPv4-compatible metadata', false],
+    ['::ffff:10.0.0.1', 'IPv4-mapped private', false],
+    ['::ffff:169.254.169.254', 'IPv4-mapped metadata', false],
+    ['::ffff:0:7f00:1', 'SIIT loopback', false],
+    ['::ffff:0:c0a8:101', 'SIIT private', false],
+    ['64:ff9b::a9fe:a9fe', 'NAT64 metadata', false],
+    ['64:ff9b::5db8:d822', 'NAT64 public', true],
+    ['64:ff9b:1::a00:1', 'local-use NAT64 private', false],
+    ['64:ff9b:1::5db8:d822', 'local-use NAT64 public', true],
+    ['2002:7f00:1::1', '6to4 loopback', false],
+    ['2002:a00:1::1', '6to4 private', false],
+    ['2002:5db8:d822::1', '6to4 public', true],
+    ['2001:0:a9fe:a9fe::a247:27dd', 'Teredo with a metadata server', false],
+    ['2001:0:5db8:d822::f5ff:fefe', 'Teredo with a private client (10.0.1.1 inverted)', false],
+    ['2001:0:5db8:d822::a247:27dd', 'Teredo with a public server and client', true],
+  ];
+  for (const [address, form, allowed] of embedding) {
+    it(`judges ${address} (${form}) by the IPv4 address it embeds`, () => {
+      if (allowed) assert.equal(refusedAddress(address, false), undefined);
+      else assert.ok(refusedAddress(address, false), `${address} was allowed`);
+    });
+  }
+
+  it('keeps the own meaning of :: and ::1, allows IPv6 that embeds nothing, refuses the rest', () => {
+    assert.match(refusedAddress('::', false)!, /unspecified/);
+    assert.match(refusedAddress('::1', false)!, /loopback/);
+    assert.equal(refusedAddress('::1', true), undefined);
+    assert.equal(refusedAddress('2606:4700:4700::1111', false), undefined);
+    assert.match(refusedAddress('fe80::1', false)!, /linkLocal/);
+    assert.match(refusedAddress('ff02::1', false)!, /multicast/);
+    assert.equal(refusedAddress('::ffff:127.0.0.1', true), undefined, 'loopback allowed by configuration, as plain IPv4');
+    assert.ok(refusedAddress('::ffff:169.254.169.254', true), 'metadata never allowed');
+  });
 });

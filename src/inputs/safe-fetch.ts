@@ -25,7 +25,8 @@ export interface Fetched {
  * The ONE way the service fetches a URL a caller gave it. http(s) only; the address a name
  * resolves to is checked at connect time (so a name cannot resolve to one address when checked
  * and another when used) and again for every redirect; private, loopback, link-local (cloud
- * metadata), unique-local, multicast and reserved addresses are refused; time and size are bounded.
+ * metadata), unique-local, multicast and reserved addresses are refused, also when an IPv6 address
+ * embeds them (mapped, NAT64, 6to4, Teredo…); time and size are bounded.
  */
 export async function safeFetch(url: string, limits: FetchLimits, param: string): Promise<Fetched> {
   const deadline = AbortSignal.timeout(limits.timeoutMs);
@@ -58,13 +59,49 @@ function parseUrl(url: string, param: string): URL {
 export function refusedAddress(address: string, allowLoopback: boolean): string | undefined {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
   try {
-    parsed = ipaddr.process(address); // also unwraps IPv4-mapped IPv6
+    parsed = ipaddr.parse(address);
   } catch {
     return 'not an IP address';
   }
-  const range = parsed.range();
-  if (range === 'unicast' || (range === 'loopback' && allowLoopback)) return undefined;
-  return `${address} is a ${range} address`;
+  const embedded = parsed.kind() === 'ipv6' ? embeddedIPv4(parsed as ipaddr.IPv6) : [];
+  if (embedded.length === 0) {
+    const range = refusedRange(parsed, allowLoopback);
+    return range && `${address} is a ${range} address`;
+  }
+  // A packet to such an address ends up at the IPv4 one (by a translator, a tunnel or the kernel),
+  // so that address is what counts; ipaddr.js would call several of these forms plain unicast.
+  for (const v4 of embedded) {
+    const range = refusedRange(v4, allowLoopback);
+    if (range) return `${address} embeds ${v4.toString()}, a ${range} address`;
+  }
+  return undefined;
+}
+
+/** The name of the address's range when that range may not be fetched. */
+function refusedRange(ip: ipaddr.IPv4 | ipaddr.IPv6, allowLoopback: boolean): string | undefined {
+  const range = ip.range();
+  return range === 'unicast' || (range === 'loopback' && allowLoopback) ? undefined : range;
+}
+
+const ipv4At = (bytes: number[], at: number, xor = 0) => new ipaddr.IPv4(bytes.slice(at, at + 4).map((b) => b ^ xor));
+
+/** The IPv6 ranges that carry IPv4 addresses, and where in the 16 bytes those sit. */
+const EMBEDDING: { range: [ipaddr.IPv6, number]; read: (bytes: number[]) => ipaddr.IPv4[] }[] = [
+  { range: ipaddr.IPv6.parseCIDR('::/96'), read: (b) => [ipv4At(b, 12)] }, // IPv4-compatible
+  { range: ipaddr.IPv6.parseCIDR('::ffff:0:0/96'), read: (b) => [ipv4At(b, 12)] }, // IPv4-mapped
+  { range: ipaddr.IPv6.parseCIDR('::ffff:0:0:0/96'), read: (b) => [ipv4At(b, 12)] }, // SIIT
+  { range: ipaddr.IPv6.parseCIDR('64:ff9b::/96'), read: (b) => [ipv4At(b, 12)] }, // NAT64
+  { range: ipaddr.IPv6.parseCIDR('64:ff9b:1::/48'), read: (b) => [ipv4At(b, 12)] }, // local-use NAT64
+  { range: ipaddr.IPv6.parseCIDR('2002::/16'), read: (b) => [ipv4At(b, 2)] }, // 6to4
+  // Teredo: the server, and the client with its bits inverted; either may be the one reached.
+  { range: ipaddr.IPv6.parseCIDR('2001::/32'), read: (b) => [ipv4At(b, 4), ipv4At(b, 12, 0xff)] },
+];
+
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] {
+  const range = ip.range();
+  if (range === 'unspecified' || range === 'loopback') return []; // :: and ::1 mean themselves
+  const form = EMBEDDING.find((e) => ip.match(e.range));
+  return form ? form.read(ip.toByteArray()) : [];
 }
 
 class RefusedAddressError extends Error {}

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { serviceUnavailable } from '../http/errors.ts';
 import type { KeyVerifier } from '../middleware/bearer-auth.ts';
 
 export interface StoredKey {
@@ -12,20 +13,35 @@ export interface StoredKey {
   revokedAt: string | null;
 }
 
+export interface KeyStoreOptions {
+  /** Where a keys file that cannot be read as keys is reported. */
+  log?: Pick<Console, 'warn'>;
+}
+
 const hashOf = (key: string) => createHash('sha256').update(key).digest();
 
 /**
  * API keys in a JSON file, as hashes only. The server re-reads the file when it changes, so keys
  * made or revoked by the CLI take effect without a restart. Keys given at start (`SERVICE_API_KEY`)
- * live in memory only.
+ * live in memory only. A file that cannot be read as keys (a half-finished hand edit) leaves the
+ * keys read before it in force rather than locking everyone out or failing every request.
  */
 export class KeyStore implements KeyVerifier {
   private keys: StoredKey[] = [];
   private loadedMtimeMs = -1;
+  private currentProblem: string | undefined;
   private readonly extraHashes: Buffer[];
+  private readonly log: Pick<Console, 'warn'>;
 
-  constructor(private readonly file: string, extraKeys: string[] = []) {
+  constructor(readonly file: string, extraKeys: string[] = [], options: KeyStoreOptions = {}) {
     this.extraHashes = extraKeys.filter((k) => k !== '').map(hashOf);
+    this.log = options.log ?? console;
+  }
+
+  /** Why the keys file was not read the last time it changed, or undefined when it was. */
+  problem(): string | undefined {
+    this.reloadIfChanged();
+    return this.currentProblem;
   }
 
   create(name: string): { key: string; record: StoredKey } {
@@ -77,14 +93,25 @@ export class KeyStore implements KeyVerifier {
     } catch {
       this.keys = [];
       this.loadedMtimeMs = -1;
+      this.currentProblem = undefined;
       return;
     }
     if (mtimeMs === this.loadedMtimeMs) return;
-    this.keys = JSON.parse(readFileSync(this.file, 'utf8')) as StoredKey[];
+    // Remembered even when the file is bad, so each bad version is read and reported once.
     this.loadedMtimeMs = mtimeMs;
+    try {
+      this.keys = parseKeys(readFileSync(this.file, 'utf8'));
+      this.currentProblem = undefined;
+    } catch (err) {
+      this.currentProblem = `The keys file ${this.file} cannot be read as keys (${(err as Error).message}); `
+        + `the ${this.keys.length} keys read before stay in force until it is fixed.`;
+      this.log.warn(this.currentProblem);
+    }
   }
 
   private save(keys: StoredKey[]): void {
+    // Writing the keys read before over a broken file would silently drop whatever it now holds.
+    if (this.currentProblem) throw serviceUnavailable(this.currentProblem, 'keys_file_invalid');
     mkdirSync(dirname(this.file), { recursive: true });
     const tmp = `${this.file}.${process.pid}.tmp`;
     writeFileSync(tmp, JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
@@ -92,4 +119,20 @@ export class KeyStore implements KeyVerifier {
     this.keys = keys;
     this.loadedMtimeMs = statSync(this.file).mtimeMs;
   }
+}
+
+const isString = (v: unknown): v is string => typeof v === 'string';
+
+/** The file's keys; throws on anything else, so half a key set is never taken for the whole. */
+function parseKeys(text: string): StoredKey[] {
+  const parsed: unknown = JSON.parse(text);
+  if (!Array.isArray(parsed)) throw new TypeError('not a JSON array');
+  parsed.forEach((entry: Partial<Record<keyof StoredKey, unknown>> | null, i) => {
+    const valid = typeof entry === 'object' && entry !== null
+      && isString(entry.id) && isString(entry.name) && isString(entry.createdAt)
+      && isString(entry.hash) && /^[0-9a-f]{64}$/.test(entry.hash)
+      && (entry.revokedAt === null || isString(entry.revokedAt));
+    if (!valid) throw new TypeError(`entry ${i} is not {id, name, hash (64 hex digits), createdAt, revokedAt}`);
+  });
+  return parsed as StoredKey[];
 }
