@@ -10,20 +10,47 @@ export interface Directives {
   guard?: string[];
 }
 
-const TASK = /<task>\s*([^<]*?)\s*<\/task>/i;
-const GUARD = /<guard>\s*([^<]*?)\s*<\/guard>/i;
-
 /** Reads the directives from the system (or developer) messages, in order. */
 export function readDirectives(messages: Message[]): Directives {
   const system = messages
     .filter((m) => m.role === 'system' || m.role === 'developer')
     .map((m) => flattenContent(m.content))
     .join('\n');
-  const task = TASK.exec(system)?.[1];
-  const guard = GUARD.exec(system)?.[1];
+  const tasks = takeTags(system, 'task');
+  const guards = takeTags(tasks.rest, 'guard');
+  const task = tasks.values[0];
+  const guard = guards.values[0];
   return {
-    instructions: system.replace(new RegExp(TASK.source, 'gi'), '').replace(new RegExp(GUARD.source, 'gi'), '').trim(),
+    instructions: guards.rest.trim(),
     ...(task !== undefined ? { task: task.toLowerCase() } : {}),
     ...(guard !== undefined ? { guard: guard.split(',').map((c) => c.trim().toUpperCase()).filter(Boolean) } : {}),
   };
+}
+
+/**
+ * Every `<name>value</name>` in `text` (tag names case-insensitive, values without `<`, trimmed),
+ * and the text with those tags taken out. Scans with indexOf, never backtracking, so caller text
+ * costs time linear in its length (a regular expression here once took seconds on 1 KB of spaces).
+ */
+export function takeTags(text: string, name: string): { values: string[]; rest: string } {
+  const lower = text.replace(/[A-Z]/g, (c) => c.toLowerCase()); // ASCII only: indexes stay those of `text`
+  const open = `<${name}>`;
+  const close = `</${name}>`;
+  const values: string[] = [];
+  let rest = '';
+  let copied = 0;
+  for (let at = lower.indexOf(open); at >= 0; ) {
+    const start = at + open.length;
+    const nextTag = lower.indexOf('<', start); // a value holds no '<': the next one must close it
+    if (nextTag < 0) break;
+    if (!lower.startsWith(close, nextTag)) {
+      at = lower.indexOf(open, nextTag);
+      continue;
+    }
+    values.push(text.slice(start, nextTag).trim());
+    rest += text.slice(copied, at);
+    copied = nextTag + close.length;
+    at = lower.indexOf(open, copied);
+  }
+  return { values, rest: rest + text.slice(copied) };
 }

@@ -3,7 +3,7 @@ import type { EngineMessage } from '../engines/engine.ts';
 import type { Attachment, AttachmentKind } from '../inputs/attachments.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import type { PrecontextEntry, TaskName, TaskInput } from '../tasks/task.ts';
-import { flattenContent } from './normalize-request.ts';
+import { textOf } from './normalize-request.ts';
 
 /** Which internal tasks read which kind of attachment (those the deployment has). */
 const TASKS_FOR: Record<AttachmentKind, TaskName[]> = {
@@ -35,10 +35,10 @@ export async function routeAttachments(
   return { precontext, messages: context ? withContext(messages, context) : messages };
 }
 
-/** The text of the last user message, which tasks read as their query or instructions. */
+/** The text parts of the last user message, which tasks read as their query or instructions. */
 export function lastUserText(messages: Message[]): string {
-  const last = [...messages].reverse().find((m) => m.role === 'user');
-  return last ? flattenContent(last.content).replace(/\[(image attached|file attached: [^\]]*)\]/g, '').trim() : '';
+  const last = messages.findLast((m) => m.role === 'user');
+  return last ? textOf(last.content).trim() : '';
 }
 
 function describe(entry: PrecontextEntry): string {

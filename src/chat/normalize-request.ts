@@ -54,6 +54,13 @@ export function flattenContent(content: Message['content']): string {
   return content.map(partText).filter((t) => t !== '').join('\n');
 }
 
+/** Only what the caller wrote: the text parts, joined; attachments leave no trace. */
+export function textOf(content: Message['content']): string {
+  if (content == null) return '';
+  if (typeof content === 'string') return content;
+  return content.flatMap((part) => (part.type === 'text' && part.text !== '' ? [part.text] : [])).join('\n');
+}
+
 function partText(part: ContentPart): string {
   switch (part.type) {
     case 'text':

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { compileSchema } from '../../chat/json-schema.ts';
+import { URL_IN_TEXT } from './scraper-task.ts';
 import { createScriptedEngine } from '../../engines/scripted-engine.ts';
 import type { GenerationRequest } from '../../engines/engine.ts';
 import { startFakeUpstream } from '../../testing/fake-upstream.ts';
@@ -51,4 +52,19 @@ describe('scraper task', () => {
     assert.match(seen!.messages[1]!.content, /list the prices[\s\S]*Tea 3\.50/);
     assert.equal(seen!.output.kind, 'json');
   });
+});
+
+// The URL pattern on 100 KB of adversarial user text (the timeout only detects a hang).
+describe('URL_IN_TEXT on hostile text', { timeout: 60_000 }, () => {
+  for (const [name, text, found] of [
+    ['"http:/" repeated', 'http:/'.repeat(17_000), undefined],
+    ['one URL of 100 KB', `see https://${'a'.repeat(100_000)}`, `https://${'a'.repeat(100_000)}`],
+    ['"https://" repeated', 'https://'.repeat(12_500), 'https://'.repeat(12_500)],
+  ] as const) {
+    it(name, () => {
+      const match = URL_IN_TEXT.exec(text)?.[0];
+      if (found !== undefined) assert.equal(match, found);
+      else assert.ok(match === undefined || match.length <= text.length);
+    });
+  }
 });

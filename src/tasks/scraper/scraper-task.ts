@@ -6,7 +6,7 @@ import { type FetchLimits, safeFetch } from '../../inputs/safe-fetch.ts';
 import type { Task, TaskInput } from '../task.ts';
 import { readHtmlPage } from './html-page.ts';
 
-const URL_IN_TEXT = /https?:\/\/[^\s<>"')\]]+/i;
+export const URL_IN_TEXT = /https?:\/\/[^\s<>"')\]]+/i;
 /** How much page text the language model sees when it extracts. */
 const EXTRACTION_CONTEXT_CHARS = 6_000;
 

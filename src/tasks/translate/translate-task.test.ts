@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { ServiceError } from '../../http/errors.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { Apertium } from './apertium.ts';
-import { createTranslateTask } from './translate-task.ts';
+import { createTranslateTask, readDirections } from './translate-task.ts';
 
 const task = createTranslateTask(new Apertium());
 const translate = async (text: string, instructions: string) => {
@@ -39,4 +39,16 @@ describe('translate task (apertium)', () => {
     await assert.rejects(translate('Hello world, how are you today?', 'to it'),
       (e: unknown) => e instanceof ServiceError && e.code === 'unsupported_language_pair' && /en-es/.test(e.message));
   });
+});
+
+// The patterns that read the system text, on 100 KB of adversarial text (the timeout only detects a hang).
+describe('readDirections on hostile text', { timeout: 60_000 }, () => {
+  it('reads "from French to Spanish"', () => assert.deepEqual(readDirections('from French to Spanish'), { source: 'fr', target: 'es' }));
+  for (const [name, text] of Object.entries({
+    'spaces after "from" and "target"': `from${' '.repeat(50_000)}1 target${' '.repeat(50_000)}:`,
+    'repeated "target:"': 'target: '.repeat(12_500),
+    'repeated "to" without a word': 'to 1 '.repeat(20_000),
+  })) {
+    it(name, () => assert.equal(typeof readDirections(text), 'object'));
+  }
 });

@@ -10,6 +10,13 @@ const NAMES: Record<string, string> = {
 };
 const code = (word: string) => NAMES[word.toLowerCase()] ?? (/^[a-z]{2}$/i.test(word) ? word.toLowerCase() : undefined);
 
+/** Languages named in the system text: "from French", "to Spanish", "target: es". */
+export function readDirections(instructions: string): { source?: string; target?: string } {
+  const source = code(/\bfrom\s+([A-Za-z-]+)/i.exec(instructions)?.[1] ?? '');
+  const target = code(/\b(?:to|into|target(?:_language)?\s*[:=])\s*([A-Za-z-]+)/i.exec(instructions)?.[1] ?? '');
+  return { ...(source ? { source } : {}), ...(target ? { target } : {}) };
+}
+
 /**
  * Translates the last user message. The target comes from the system message ("to Spanish",
  * "target: es"); the source from it too ("from French") or else is detected (eld). Without a
@@ -21,9 +28,9 @@ export function createTranslateTask(apertium: Apertium): Task {
     async run(input) {
       const text = input.text;
       if (!text) throw invalidRequest('The translate task needs text in the user message.', 'invalid_request', 'messages');
-      const directions = input.instructions;
-      const source = code(/\bfrom\s+([A-Za-z-]+)/i.exec(directions)?.[1] ?? '') ?? eld.detect(text).language;
-      const target = code(/\b(?:to|into|target(?:_language)?\s*[:=])\s*([A-Za-z-]+)/i.exec(directions)?.[1] ?? '') ?? (source === 'en' ? undefined : 'en');
+      const said = readDirections(input.instructions);
+      const source = said.source ?? eld.detect(text).language;
+      const target = said.target ?? (source === 'en' ? undefined : 'en');
       if (!target) throw invalidRequest('Say the target language in the system message, e.g. "<task>translate</task> to Spanish".', 'invalid_request', 'messages');
       if (!source) throw invalidRequest('The source language could not be detected; say it, e.g. "from French".', 'invalid_request', 'messages');
       const route = source === target ? { modes: [] } : await apertium.route(source, target);
