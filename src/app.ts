@@ -8,6 +8,7 @@ import type { AttachmentLimits } from './inputs/attachments.ts';
 import type { TaskRegistry } from './tasks/registry.ts';
 import { createErrorHandler, notFound } from './http/errors.ts';
 import { createBearerAuth, type KeyVerifier } from './middleware/bearer-auth.ts';
+import { createJsonBody } from './middleware/json-body.ts';
 import { createRequestId } from './middleware/request-id.ts';
 
 export interface AppDeps {
@@ -32,7 +33,7 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(createRequestId());
   app.use(createBearerAuth(deps.keys));
-  app.use(express.json({ limit: deps.bodyLimitBytes }));
+  app.use(createJsonBody(deps.bodyLimitBytes));
   app.use(
     OpenApiValidator.middleware({
       apiSpec: validatorCopy(loadContract()) as never,

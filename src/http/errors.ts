@@ -41,6 +41,8 @@ interface HttpLikeError {
   type?: string;
   message?: string;
   limit?: number;
+  /** http-errors marks a message safe to show the caller. */
+  expose?: boolean;
   headers?: Record<string, string>;
   errors?: { path?: string; message?: string }[];
 }
@@ -67,6 +69,8 @@ export function toServiceError(err: unknown, requestId: string, url = ''): Servi
     return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type', e.message ?? 'Unsupported encoding.');
   }
   if (status === 400 && Array.isArray(e.errors)) return fromValidationErrors(e.errors);
+  // body-parser's other 400s (a body that does not inflate, a stream cut short) say what went wrong.
+  if (status === 400 && e.expose) return invalidRequest(`The body could not be read: ${e.message ?? 'bad request'}`, 'invalid_body');
   if (status === 415) {
     return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type',
       `Unsupported Content-Type: send the body as application/json (${e.message ?? ''}).`);
