@@ -4,6 +4,8 @@ import { loadConfig } from '../src/config.ts';
 import { CocoDetector } from '../src/tasks/object-detection/coco-detector.ts';
 import { createOcrTask } from '../src/tasks/ocr/ocr-task.ts';
 import { TesseractReader } from '../src/tasks/ocr/tesseract-reader.ts';
+import { PdfReader } from '../src/tasks/ocr/pdf-reader.ts';
+import { pdfLimitsOf, speechLimitsOf, workerLimitsOf } from '../src/tasks/create-tasks.ts';
 import { createSpeechToTextTask } from '../src/tasks/speech-to-text/speech-to-text-task.ts';
 import { WhisperWorker } from '../src/tasks/speech-to-text/whisper-worker.ts';
 import { characterErrorRate, renderTextImage, scannedPdf, speech, wordErrorRate } from '../src/testing/fixtures.ts';
@@ -13,8 +15,10 @@ const LINES = ['Invoice 4721 from Northwind Traders', 'Total due: 12.50 EUR by 3
 const SPOKEN = 'The quick brown fox jumps over the lazy dog. Please call me at noon tomorrow. Open the settings and click save.';
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
-const reader = new TesseractReader();
-const ocr = createOcrTask(reader);
+const config = loadConfig(process.env);
+const reader = new TesseractReader(config.tasks.timeoutMs);
+const pdfs = new PdfReader(pdfLimitsOf(config));
+const ocr = createOcrTask(reader, pdfs);
 const readText = async (kind: 'image' | 'pdf', mime: string, bytes: Buffer) => {
   const entry = await ocr.run(taskInput({ attachments: [{ kind, mime, bytes, param: 'fixture' }] }));
   return entry.name === 'ocr' ? entry.result.text : '';
@@ -25,8 +29,9 @@ for (const dpi of [200, 100, 72]) {
 }
 console.log(`OCR, scanned PDF page: CER ${pct(characterErrorRate(LINES.join('\n'), await readText('pdf', 'application/pdf', await scannedPdf(LINES))))}`);
 await reader.close();
+await pdfs.close();
 
-const worker = new WhisperWorker(loadConfig(process.env).sttPython, 2);
+const worker = new WhisperWorker(config.sttPython, 2, speechLimitsOf(config));
 const stt = createSpeechToTextTask(worker);
 for (const [format, mime] of [['wav', 'audio/wav'], ['mp3', 'audio/mpeg'], ['ogg', 'audio/ogg'], ['webm', 'audio/webm']] as const) {
   const entry = await stt.run(taskInput({ attachments: [{ kind: 'audio', mime, bytes: speech(SPOKEN, format), param: format }] }));
@@ -34,7 +39,7 @@ for (const [format, mime] of [['wav', 'audio/wav'], ['mp3', 'audio/mpeg'], ['ogg
 }
 await worker.close();
 
-const detector = new CocoDetector();
+const detector = new CocoDetector(workerLimitsOf(config));
 let hits = 0;
 const photos: [string, string][] = [['astronaut.png', 'person'], ['coffee.png', 'cup'], ['horse.png', 'horse'], ['chelsea.png', 'cat'], ['motorcycle_left.png', 'motorcycle']];
 for (const [file, expected] of photos) {

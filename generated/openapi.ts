@@ -120,7 +120,7 @@ export interface components {
             name?: string;
             /** @description On assistant messages only; the tool calls the model asked for. */
             tool_calls?: components["schemas"]["ToolCall"][];
-            /** @description On tool messages only; the `id` of the tool call this message answers. */
+            /** @description On tool messages only, and required there; the `id` of the tool call this message answers. */
             tool_call_id?: string;
         };
         /** @description A typed part of a multimodal message; parts of different types may be mixed. */
@@ -233,7 +233,7 @@ export interface components {
             };
         };
         ToolCall: {
-            /** @description Unique id of the call. */
+            /** @description Unique id of the call; never empty (a call an upstream sent without one gets one of its own). */
             id: string;
             /** @enum {string} */
             type: "function";
@@ -365,10 +365,25 @@ export interface components {
         };
         /** @description How sure the engine is, from 0 to 1. */
         Confidence: number;
-        /** @description Text read from images and PDFs; `text` joins every page. */
+        /** @description Text read from images and PDFs; `text` joins every page read. */
         OcrResult: {
             text: string;
             pages: components["schemas"]["OcrPage"][];
+            /** @description One entry per PDF, present when PDFs were read. */
+            documents?: components["schemas"]["OcrDocument"][];
+        };
+        /**
+         * @description How much of a PDF was read. At most the server's page limit is read (`PDF_MAX_PAGES`,
+         *     20 by default), from the first page on; when `pages_read` is less than `page_count`, the
+         *     rest of the document was not read.
+         */
+        OcrDocument: {
+            /** @description The content part it came from, e.g. `messages[1].content[0]`. */
+            source: string;
+            /** @description Pages the document has. */
+            page_count: number;
+            /** @description Pages read, from the first. */
+            pages_read: number;
         };
         OcrPage: {
             /** @description The content part it came from, e.g. `messages[1].content[0]`. */
@@ -591,8 +606,13 @@ export interface components {
             };
         };
         /**
-         * @description The request body or an input file exceeds its size limit. Defaults: 20 MB for a body;
-         *     the server's configuration sets the limits.
+         * @description The request body or an input file exceeds a limit; the message names the limit and the
+         *     setting that sets it. Codes: `payload_too_large` (the body, 20 MiB by default),
+         *     `file_too_large` (an attachment's bytes), `image_too_large` (an image's pixels, judged
+         *     from its header before decoding; 40 million by default), `pdf_too_large` (a PDF whose
+         *     streams inflate past 256 MiB by default), `audio_too_long` (audio past 900 s by default),
+         *     `task_memory_exceeded` (reading the file needed more memory than a task may use),
+         *     `task_output_too_large` (a converter's output for the file passed its bound).
          */
         PayloadTooLarge: {
             headers: {
@@ -634,7 +654,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description A temporary capacity issue; retry with backoff after `Retry-After` seconds. Codes `queue_full` (the generation queue is full), `upstream_unavailable` (the upstream model is down, overloaded or timed out). */
+        /** @description A temporary capacity issue; retry with backoff after `Retry-After` seconds. Codes `queue_full` (the generation queue is full), `upstream_unavailable` (the upstream model is down, overloaded or timed out), `task_timeout` (reading an attachment took longer than the server's task deadline, 120 s by default, and was stopped). */
         ServiceUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];

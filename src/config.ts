@@ -27,11 +27,25 @@ export interface Config {
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
   attachments: {
+    /** Largest decoded image, in pixels (width × height), checked from its header before decoding. */
+    imageMaxPixels: number;
     inlineMaxBytes: number;
     urlMaxBytes: number;
     fetchTimeoutMs: number;
     /** Tests only: lets the fetcher reach loopback addresses. */
     fetchAllowLoopback: boolean;
+  };
+  /** Bounds on the work one file may cause in the built-in tasks. */
+  tasks: {
+    /** A worker (detection, PDF parsing, OCR, speech) still busy with one file after this is stopped. */
+    timeoutMs: number;
+    /** Heap of each task's worker process. */
+    memoryMb: number;
+    pdfMaxPages: number;
+    /** Largest total of a PDF's streams once inflated. */
+    pdfMaxInflatedBytes: number;
+    /** Longest audio transcribed; the rest is not decoded. */
+    audioMaxSeconds: number;
   };
   /** The Python of the speech-to-text worker's environment. */
   sttPython: string;
@@ -73,10 +87,18 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     },
     queueMaxWaiting: integer(env, 'QUEUE_MAX_WAITING', 32, 0, 100_000),
     attachments: {
+      imageMaxPixels: integer(env, 'IMAGE_MAX_PIXELS', 40_000_000, 1, 2 ** 31),
       inlineMaxBytes: integer(env, 'INLINE_FILE_LIMIT_BYTES', 20_000_000, 1, 2 ** 31),
       urlMaxBytes: integer(env, 'URL_FILE_LIMIT_BYTES', 80_000_000, 1, 2 ** 31),
       fetchTimeoutMs: integer(env, 'FETCH_TIMEOUT_MS', 15_000, 1, 600_000),
       fetchAllowLoopback: boolean(env, 'FETCH_ALLOW_LOOPBACK', false),
+    },
+    tasks: {
+      timeoutMs: integer(env, 'TASK_TIMEOUT_MS', 120_000, 1, 3_600_000),
+      memoryMb: integer(env, 'TASK_MEMORY_MB', 1024, 32, 65_536),
+      pdfMaxPages: integer(env, 'PDF_MAX_PAGES', 20, 1, 100_000),
+      pdfMaxInflatedBytes: integer(env, 'PDF_MAX_INFLATED_BYTES', 256 * 1024 * 1024, 1, 2 ** 40),
+      audioMaxSeconds: integer(env, 'AUDIO_MAX_SECONDS', 900, 1, 86_400),
     },
     sttPython: env.STT_PYTHON || `${PROJECT_ROOT}.venv-stt/bin/python`,
     search: {

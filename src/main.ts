@@ -21,7 +21,7 @@ async function start(): Promise<void> {
 
   const shutdown = (signal: string) => {
     console.log(`${signal}: closing`);
-    server.close(() => void Promise.resolve(engine.close?.()).finally(() => process.exit(0)));
+    server.close(() => void Promise.allSettled([engine.close?.(), tasks.close()]).finally(() => process.exit(0)));
     server.closeIdleConnections();
     setTimeout(() => process.exit(1), 10_000).unref();
   };

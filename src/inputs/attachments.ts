@@ -2,7 +2,7 @@ import { extname } from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import sharp from 'sharp';
 import type { ContentPart, Message } from '../api/types.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { invalidRequest, ServiceError } from '../http/errors.ts';
 import { type FetchLimits, safeFetch, tooLarge } from './safe-fetch.ts';
 
 export type AttachmentKind = 'image' | 'pdf' | 'audio' | 'text';
@@ -18,6 +18,8 @@ export interface Attachment {
 
 export interface AttachmentLimits {
   inlineMaxBytes: number;
+  /** Largest image in pixels; judged from the header, so an oversized image is never decoded. */
+  imageMaxPixels: number;
   fetch: FetchLimits;
 }
 
@@ -87,7 +89,7 @@ async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: 
   if (part.type === 'image_url' && kind !== 'image') {
     throw invalidRequest(`${param}: image_url holds ${mime}, not an image`, 'invalid_content', param);
   }
-  if (kind === 'image') await checkDecodable(bytes, param);
+  if (kind === 'image') await checkDecodable(bytes, param, limits.imageMaxPixels);
   return { kind, mime, bytes, param, ...(filename ? { filename } : {}) };
 }
 
@@ -110,12 +112,25 @@ function checkedMime(param: string, declared: string | undefined, byName: string
   return claimed;
 }
 
-/** Right magic bytes are not a whole image: the tasks must be able to decode it. */
-async function checkDecodable(bytes: Buffer, param: string): Promise<void> {
+/**
+ * Right magic bytes are not a whole image: the tasks must be able to decode it. Its size comes
+ * from the header first: a 50 KB PNG may declare 16000×16000 pixels, gigabytes once decoded.
+ */
+async function checkDecodable(bytes: Buffer, param: string, maxPixels: number): Promise<void> {
+  let size;
   try {
-    const { width, height } = await sharp(bytes).metadata();
+    size = await sharp(bytes).metadata();
+  } catch (err) {
+    throw invalidRequest(`${param} is not a readable image: ${(err as Error).message}`, 'invalid_content', param);
+  }
+  const { width = 0, height = 0 } = size;
+  if (width * height > maxPixels) {
+    throw new ServiceError(413, 'payload_too_large', 'image_too_large',
+      `${param} is ${width}×${height} pixels, over the limit of ${maxPixels} pixels (IMAGE_MAX_PIXELS).`, param);
+  }
+  try {
     if (!width || !height) throw new Error('no size');
-    await sharp(bytes).resize(1, 1).raw().toBuffer();
+    await sharp(bytes, { limitInputPixels: maxPixels }).resize(1, 1).raw().toBuffer();
   } catch (err) {
     throw invalidRequest(`${param} is not a readable image: ${(err as Error).message}`, 'invalid_content', param);
   }

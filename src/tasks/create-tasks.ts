@@ -6,9 +6,12 @@ import { CocoDetector } from './object-detection/coco-detector.ts';
 import { createObjectDetectionTask } from './object-detection/object-detection-task.ts';
 import { createOcrTask } from './ocr/ocr-task.ts';
 import { TesseractReader } from './ocr/tesseract-reader.ts';
+import { type PdfLimits, PdfReader } from './ocr/pdf-reader.ts';
+import { GuiDetector } from './gui-detection/gui-detector.ts';
 import { TaskRegistry } from './registry.ts';
+import type { WorkerLimits } from '../workers/isolated-worker.ts';
 import { createSpeechToTextTask } from './speech-to-text/speech-to-text-task.ts';
-import { WhisperWorker } from './speech-to-text/whisper-worker.ts';
+import { type SpeechLimits, WhisperWorker } from './speech-to-text/whisper-worker.ts';
 import { Apertium } from './translate/apertium.ts';
 import { createTranslateTask } from './translate/translate-task.ts';
 import { createScraperTask } from './scraper/scraper-task.ts';
@@ -19,8 +22,22 @@ export function attachmentLimitsOf(config: Config): AttachmentLimits {
   const a = config.attachments;
   return {
     inlineMaxBytes: a.inlineMaxBytes,
+    imageMaxPixels: a.imageMaxPixels,
     fetch: { maxBytes: a.urlMaxBytes, timeoutMs: a.fetchTimeoutMs, maxRedirects: 5, allowLoopback: a.fetchAllowLoopback },
   };
+}
+
+export function workerLimitsOf(config: Config): WorkerLimits {
+  return { timeoutMs: config.tasks.timeoutMs, memoryMb: config.tasks.memoryMb };
+}
+
+export function pdfLimitsOf(config: Config): PdfLimits {
+  const { pdfMaxPages, pdfMaxInflatedBytes } = config.tasks;
+  return { ...workerLimitsOf(config), maxPages: pdfMaxPages, maxInflatedBytes: pdfMaxInflatedBytes, maxPixels: config.attachments.imageMaxPixels };
+}
+
+export function speechLimitsOf(config: Config): SpeechLimits {
+  return { timeoutMs: config.tasks.timeoutMs, maxSeconds: config.tasks.audioMaxSeconds };
 }
 
 function searchProviderOf(config: Config): SearchProvider | undefined {
@@ -30,17 +47,22 @@ function searchProviderOf(config: Config): SearchProvider | undefined {
   return undefined;
 }
 
-/** Every built-in task this deployment runs. */
+/** Every built-in task this deployment runs; `close()` on the registry ends their workers. */
 export function createTasks(config: Config, engine: Engine): TaskRegistry {
   const limits = attachmentLimitsOf(config);
-  const reader = new TesseractReader(); // one Tesseract worker for OCR and GUI detection
+  const workerLimits = workerLimitsOf(config);
+  const reader = new TesseractReader(workerLimits.timeoutMs); // one Tesseract worker for OCR and GUI detection
+  const pdfs = new PdfReader(pdfLimitsOf(config));
+  const gui = new GuiDetector(reader, workerLimits);
+  const detector = new CocoDetector(workerLimits);
+  const whisper = new WhisperWorker(config.sttPython, config.local.threads, speechLimitsOf(config));
   return new TaskRegistry([
-    createOcrTask(reader),
-    createGuiDetectionTask(reader),
-    createObjectDetectionTask(new CocoDetector()),
+    createOcrTask(reader, pdfs),
+    createGuiDetectionTask(gui),
+    createObjectDetectionTask(detector),
     createScraperTask({ engine, fetchLimits: limits.fetch }),
     createWebSearchTask(searchProviderOf(config)),
     createTranslateTask(new Apertium()),
-    createSpeechToTextTask(new WhisperWorker(config.sttPython, config.local.threads)),
-  ]);
+    createSpeechToTextTask(whisper),
+  ], [reader, pdfs, gui, detector, whisper]);
 }

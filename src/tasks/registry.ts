@@ -1,12 +1,22 @@
 import { invalidRequest, serviceUnavailable } from '../http/errors.ts';
 import { TASK_NAMES, type Task, type TaskName } from './task.ts';
 
+/** Something a task holds that must be ended at shutdown (a worker process). */
+export interface Closable {
+  close(): Promise<void>;
+}
+
 /** The tasks this deployment runs, looked up by the name `<task>` gives. */
 export class TaskRegistry {
   private readonly tasks = new Map<TaskName, Task>();
 
-  constructor(tasks: Task[]) {
+  constructor(tasks: Task[], private readonly resources: Closable[] = []) {
     for (const task of tasks) this.tasks.set(task.name, task);
+  }
+
+  /** Ends every worker the tasks hold. */
+  async close(): Promise<void> {
+    await Promise.allSettled(this.resources.map((r) => r.close()));
   }
 
   /** 400 for a name the contract does not know; 503 for one this deployment cannot run. */

@@ -25,6 +25,7 @@ export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise
     tasks: new TaskRegistry([]),
     attachmentLimits: {
       inlineMaxBytes: 1024 * 1024,
+      imageMaxPixels: 40_000_000,
       fetch: { maxBytes: 1024 * 1024, timeoutMs: 2000, maxRedirects: 3, allowLoopback: true },
     },
     keys,

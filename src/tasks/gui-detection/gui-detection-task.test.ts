@@ -4,6 +4,9 @@ import { loginScreenshot } from '../../testing/fixtures.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { TesseractReader } from '../ocr/tesseract-reader.ts';
 import { createGuiDetectionTask } from './gui-detection-task.ts';
+import { GuiDetector } from './gui-detector.ts';
+import { loadConfig } from '../../config.ts';
+import { workerLimitsOf } from '../create-tasks.ts';
 
 type Box = { x: number; y: number; width: number; height: number };
 const iou = (a: Box, b: Box) => {
@@ -17,12 +20,14 @@ const centreInside = (a: Box, b: Box) =>
   a.x + a.width / 2 >= b.x && a.x + a.width / 2 <= b.x + b.width && a.y + a.height / 2 >= b.y && a.y + a.height / 2 <= b.y + b.height;
 
 describe('gui_detection task', () => {
-  const reader = new TesseractReader();
-  after(() => reader.close());
+  const config = loadConfig({});
+  const reader = new TesseractReader(config.tasks.timeoutMs);
+  const detector = new GuiDetector(reader, workerLimitsOf(config));
+  after(() => Promise.all([detector.close(), reader.close()]));
 
   it('finds the buttons, inputs, text and icons of a drawn login screen', async () => {
     const { png, elements: drawn } = await loginScreenshot();
-    const entry = await createGuiDetectionTask(reader).run(taskInput({ attachments: [{ kind: 'image', mime: 'image/png', bytes: png, param: 'login.png' }] }));
+    const entry = await createGuiDetectionTask(detector).run(taskInput({ attachments: [{ kind: 'image', mime: 'image/png', bytes: png, param: 'login.png' }] }));
     if (entry.name !== 'gui_detection') return assert.fail();
     const found = entry.result.images[0]!.elements;
     // Widgets match by overlap (IoU ≥ 0.5); a text matches by its words and a box centred in the drawn line.

@@ -1,70 +1,57 @@
 import sharp from 'sharp';
 import type { components as Schemas } from '../../../generated/openapi.ts';
 import type { TesseractReader } from '../ocr/tesseract-reader.ts';
-import { type Component, connectedComponents } from './components.ts';
+import { IsolatedWorker, type WorkerLimits } from '../../workers/isolated-worker.ts';
+import type { findShapes } from './gui-shapes.ts';
 
 type GuiImage = Schemas['schemas']['GuiDetectionResult']['images'][number];
 type Element = GuiImage['elements'][number];
 type Box = Element['bbox'];
 
-/** How far a pixel's grey level must be from the background's to count as foreground. */
-const CONTRAST = 40;
-
 /**
- * GUI elements in a screenshot, without a trained model: OCR finds the text; connected regions of
- * pixels unlike the background are sorted by shape into buttons (filled wide boxes), inputs (wide
- * boxes drawn as an outline) and icons (small, squarish, not text). A button's label is read
- * again from its own crop, inverted when it is light on dark, which whole-screen OCR misses.
+ * GUI elements in a screenshot, without a trained model: OCR finds the text; the shapes of the
+ * regions unlike the background (gui-shapes.ts, in a worker process) give buttons, inputs and
+ * icons. A button's label is read again from its own crop, inverted when it is light on dark,
+ * which whole-screen OCR misses.
  */
-export async function detectGuiElements(image: Buffer, reader: TesseractReader): Promise<Omit<GuiImage, 'source'>> {
-  const { data, info } = await sharp(image).flatten({ background: '#ffffff' }).greyscale().raw().toBuffer({ resolveWithObject: true });
-  const { width, height } = info;
-  const background = modeOf(data);
-  const mask = new Uint8Array(width * height);
-  for (let i = 0; i < mask.length; i++) mask[i] = Math.abs(data[i]! - background) > CONTRAST ? 1 : 0;
+export class GuiDetector {
+  private readonly worker: IsolatedWorker<{ findShapes: typeof findShapes }>;
 
-  const read = await reader.read(image);
-  const words = read.lines.flatMap((l) => l.words).filter(isWord);
-  const elements: Element[] = [];
-  const regions = connectedComponents(mask, width, height);
+  constructor(private readonly reader: TesseractReader, limits: WorkerLimits) {
+    this.worker = new IsolatedWorker(new URL('./gui-shapes.worker.ts', import.meta.url), 'GUI detection', limits);
+  }
 
-  for (const region of regions) {
-    const kind = shapeOf(region);
-    if (!kind) continue;
-    const box = { x: region.x, y: region.y, width: region.width, height: region.height };
-    if (kind === 'icon') {
-      if (words.some((w) => overlap(box, w.bbox) > 0.3)) continue; // a glyph of some text, not an icon
-      elements.push({ type: 'icon', score: 0.5, bbox: box });
-      continue;
+  close(): Promise<void> {
+    return this.worker.close();
+  }
+
+  async detect(image: Buffer): Promise<Omit<GuiImage, 'source'>> {
+    const { width, height, shapes } = await this.worker.run('findShapes', image);
+    const read = await this.reader.read(image);
+    const words = read.lines.flatMap((l) => l.words).filter(isWord);
+    const elements: Element[] = [];
+    for (const { kind, ...box } of shapes) {
+      if (kind === 'icon') {
+        if (words.some((w) => overlap(box, w.bbox) > 0.3)) continue; // a glyph of some text, not an icon
+        elements.push({ type: 'icon', score: 0.5, bbox: box });
+        continue;
+      }
+      const inside = words.filter((w) => contains(box, w.bbox)).map((w) => w.text).join(' ');
+      const label = kind === 'button' && !inside ? await readLabel(image, box, this.reader) : inside;
+      elements.push({ type: kind, ...(label ? { text: label } : {}), score: kind === 'button' ? 0.8 : 0.7, bbox: box });
     }
-    const inside = words.filter((w) => contains(box, w.bbox)).map((w) => w.text).join(' ');
-    const label = kind === 'button' && !inside ? await readLabel(image, box, reader) : inside;
-    elements.push({ type: kind, ...(label ? { text: label } : {}), score: kind === 'button' ? 0.8 : 0.7, bbox: box });
+    const widgets = elements.filter((e) => e.type === 'button' || e.type === 'input');
+    for (const line of read.lines) {
+      const lineWords = line.words.filter((w) => isWord(w) && !widgets.some((e) => contains(e.bbox, w.bbox)));
+      if (lineWords.length === 0) continue;
+      elements.push({ type: 'text', text: lineWords.map((w) => w.text).join(' '), score: line.confidence, bbox: union(lineWords.map((w) => w.bbox)) });
+    }
+    return { width, height, elements };
   }
-
-  const widgets = elements.filter((e) => e.type === 'button' || e.type === 'input');
-  for (const line of read.lines) {
-    const lineWords = line.words.filter((w) => isWord(w) && !widgets.some((e) => contains(e.bbox, w.bbox)));
-    if (lineWords.length === 0) continue;
-    elements.push({ type: 'text', text: lineWords.map((w) => w.text).join(' '), score: line.confidence, bbox: union(lineWords.map((w) => w.bbox)) });
-  }
-  return { width, height, elements };
 }
 
 /** OCR also "reads" borders and shapes (`]`, `®`): a word must hold a letter or a digit. */
 const isWord = (w: { text: string; confidence: number }) => w.confidence > 0.3 && /[\p{L}\p{N}]/u.test(w.text);
-
-function shapeOf(r: Component): 'button' | 'input' | 'icon' | undefined {
-  const aspect = r.width / r.height;
-  const fill = r.pixels / (r.width * r.height);
-  if (r.width >= 40 && r.height >= 16 && r.height <= 120 && aspect >= 1.5) {
-    if (fill >= 0.5) return 'button';
-    if (fill <= 0.25) return 'input';
-    return undefined;
-  }
-  if (r.width >= 10 && r.height >= 10 && r.width <= 64 && r.height <= 64 && aspect >= 0.6 && aspect <= 1.6) return 'icon';
-  return undefined;
-}
 
 /** A label drawn light on dark: crop, invert, binarise, enlarge, and read it alone. */
 async function readLabel(image: Buffer, box: Box, reader: TesseractReader): Promise<string> {
@@ -75,12 +62,6 @@ async function readLabel(image: Buffer, box: Box, reader: TesseractReader): Prom
   const ready = await sharp(clean).extend({ top: 12, bottom: 12, left: 12, right: 12, background: '#ffffff' })
     .resize({ width: (box.width + 24) * 3 }).png().toBuffer();
   return (await reader.read(ready)).lines.flatMap((l) => l.words).filter(isWord).map((w) => w.text).join(' ');
-}
-
-function modeOf(grey: Buffer): number {
-  const counts = new Uint32Array(256);
-  for (const v of grey) counts[v]!++;
-  return counts.indexOf(Math.max(...counts));
 }
 
 const contains = (outer: Box, inner: Box) =>

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
+import { loadConfig } from '../../config.ts';
+import { workerLimitsOf } from '../create-tasks.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { CocoDetector } from './coco-detector.ts';
 import { createObjectDetectionTask } from './object-detection-task.ts';
@@ -13,9 +15,11 @@ const PHOTOS: [string, string][] = [
   ['chelsea.png', 'cat'],
   ['motorcycle_left.png', 'motorcycle'],
 ];
-const task = createObjectDetectionTask(new CocoDetector());
+const detector = new CocoDetector(workerLimitsOf(loadConfig({})));
+const task = createObjectDetectionTask(detector);
 
 describe('object_detection task', () => {
+  after(() => detector.close());
   it('finds the main object in at least 4 of the 5 sample photos, with boxes inside the image', async () => {
     let hits = 0;
     const seen: string[] = [];

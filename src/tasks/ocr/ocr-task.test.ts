@@ -5,15 +5,22 @@ import type { Attachment } from '../../inputs/attachments.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createOcrTask } from './ocr-task.ts';
 import { TesseractReader } from './tesseract-reader.ts';
+import { ServiceError } from '../../http/errors.ts';
+import { blankPagesPdf, deflateBombPdf } from '../../testing/hostile-inputs.ts';
+import { PdfReader } from './pdf-reader.ts';
+import { loadConfig } from '../../config.ts';
+import { pdfLimitsOf } from '../create-tasks.ts';
 
 const LINES = ['Invoice 4721 from Northwind Traders', 'Total due: 12.50 EUR by 30 June', 'Thank you for your order'];
-const reader = new TesseractReader();
-const task = createOcrTask(reader);
+const config = loadConfig({});
+const reader = new TesseractReader(config.tasks.timeoutMs);
+const pdfs = new PdfReader(pdfLimitsOf(config));
+const task = createOcrTask(reader, pdfs);
 const attach = (kind: Attachment['kind'], mime: string, bytes: Buffer): Attachment => ({ kind, mime, bytes, param: 'messages[0].content[0]' });
 const run = (attachment: Attachment) => task.run(taskInput({ attachments: [attachment] }));
 
 describe('ocr task', () => {
-  after(() => reader.close());
+  after(() => Promise.all([reader.close(), pdfs.close()]));
 
   for (const [name, dpi, floor] of [['large text', 200, 0.02], ['small text', 100, 0.05]] as const) {
     it(`reads ${name} from an image with a character error rate under ${floor * 100}%`, async () => {
@@ -44,5 +51,31 @@ describe('ocr task', () => {
     assert.equal(entry.result.pages[0]!.method, 'ocr');
     const cer = characterErrorRate(LINES.join('\n'), entry.result.text);
     assert.ok(cer < 0.05, `CER ${cer} for ${JSON.stringify(entry.result.text)}`);
+  });
+});
+
+describe('ocr task on hostile PDFs', { timeout: 300_000 }, () => {
+  const config = loadConfig({ PDF_MAX_PAGES: '3' });
+  const reader = new TesseractReader(config.tasks.timeoutMs);
+  const pdfs = new PdfReader(pdfLimitsOf(config));
+  const task = createOcrTask(reader, pdfs);
+  after(() => Promise.all([reader.close(), pdfs.close()]));
+
+  it('reads at most PDF_MAX_PAGES pages and says how many of how many it read', async () => {
+    const entry = await task.run(taskInput({ attachments: [attach('pdf', 'application/pdf', await blankPagesPdf(8))] }));
+    if (entry.name !== 'ocr') return assert.fail('not an ocr entry');
+    assert.deepEqual(entry.result.documents, [{ source: 'messages[0].content[0]', page_count: 8, pages_read: 3 }]);
+    assert.deepEqual(entry.result.pages.map((p) => [p.page, p.method, p.text]), [[1, 'ocr', ''], [2, 'ocr', ''], [3, 'ocr', '']]);
+  });
+
+  it('refuses a deflate bomb with 413 pdf_too_large, naming the limit', async () => {
+    const bomb = await deflateBombPdf(config.tasks.pdfMaxInflatedBytes + 32 * 1024 * 1024);
+    await assert.rejects(task.run(taskInput({ attachments: [attach('pdf', 'application/pdf', bomb)] })), (e: unknown) =>
+      e instanceof ServiceError && e.status === 413 && e.code === 'pdf_too_large' && /PDF_MAX_INFLATED_BYTES/.test(e.message));
+  });
+
+  it('answers a file that is not a PDF inside with 400 invalid_content', async () => {
+    await assert.rejects(task.run(taskInput({ attachments: [attach('pdf', 'application/pdf', Buffer.from('%PDF-1.7\nnonsense'))] })),
+      (e: unknown) => e instanceof ServiceError && e.status === 400 && e.code === 'invalid_content');
   });
 });

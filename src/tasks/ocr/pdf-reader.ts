@@ -1,78 +1,48 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
-import type { OcrLine } from './tesseract-reader.ts';
+import type { WorkerLimits } from '../../workers/isolated-worker.ts';
+import { IsolatedWorker } from '../../workers/isolated-worker.ts';
+import { runBounded } from '../../workers/bounded-process.ts';
+import type { PdfPageText, readTextLayer, TextLayer } from './pdf-text-layer.ts';
 
-const run = promisify(execFile);
+export type { PdfPageText, TextLayer };
 
-export interface PdfPageText {
-  page: number;
-  width: number;
-  height: number;
-  text: string;
-  lines: OcrLine[];
+export interface PdfLimits extends WorkerLimits {
+  /** `PDF_MAX_PAGES`: pages read from one PDF; the rest are left out, and the result says so. */
+  maxPages: number;
+  /** `PDF_MAX_INFLATED_BYTES`: the file's streams, inflated, together. */
+  maxInflatedBytes: number;
+  /** `IMAGE_MAX_PIXELS`: a rendered page is drawn at a resolution that keeps under it. */
+  maxPixels: number;
 }
 
-interface TextItem { str: string; transform: number[]; width: number; height: number; hasEOL?: boolean }
+/** Clearer for OCR than less; lowered for a page so large that it would pass `maxPixels`. */
+const RENDER_DPI = 200;
 
-/** Each page's own text (the text layer), as lines with boxes in PDF points from the top-left. */
-export async function readTextLayer(pdf: Buffer): Promise<PdfPageText[]> {
-  // Loaded on first use: pdf.js warns at import that it has no canvas, which only rendering needs.
-  const { getDocument } = await import('pdfjs-dist/legacy/build/pdf.mjs');
-  const doc = await getDocument({ data: new Uint8Array(pdf), isEvalSupported: false, useSystemFonts: false }).promise;
-  try {
-    const pages: PdfPageText[] = [];
-    for (let n = 1; n <= doc.numPages; n++) {
-      const page = await doc.getPage(n);
-      const { width, height } = page.getViewport({ scale: 1 });
-      const items = (await page.getTextContent()).items
-        .flatMap((i) => ('str' in i && i.str.trim() !== '' ? [i as unknown as TextItem] : []));
-      const lines = groupIntoLines(items, height);
-      pages.push({ page: n, width, height, text: lines.map((l) => l.text).join('\n'), lines });
-    }
-    return pages;
-  } finally {
-    await doc.destroy();
+/**
+ * PDFs, with bounded work: pdf.js reads the text layer in a worker process, and poppler's pdftoppm
+ * renders a page without one (a scan) in a child process, both under the task deadline.
+ */
+export class PdfReader {
+  private readonly worker: IsolatedWorker<{ readTextLayer: typeof readTextLayer }>;
+
+  constructor(private readonly limits: PdfLimits) {
+    this.worker = new IsolatedWorker(new URL('./pdf-reader.worker.ts', import.meta.url), 'PDF reader', limits);
   }
-}
 
-/** Items on one baseline (within a third of their height) form a line, read left to right. */
-function groupIntoLines(items: TextItem[], pageHeight: number): OcrLine[] {
-  const rows: TextItem[][] = [];
-  for (const item of [...items].sort((a, b) => b.transform[5]! - a.transform[5]! || a.transform[4]! - b.transform[4]!)) {
-    const row = rows.find((r) => Math.abs(r[0]!.transform[5]! - item.transform[5]!) <= Math.max(1, item.height / 3));
-    if (row) row.push(item);
-    else rows.push([item]);
+  /** `source` names the file in errors, e.g. `messages[0].content[1]`. */
+  textLayer(pdf: Buffer, source: string): Promise<TextLayer> {
+    return this.worker.run('readTextLayer', pdf, source, this.limits.maxPages, this.limits.maxInflatedBytes);
   }
-  return rows.map((row) => {
-    const words = row.sort((a, b) => a.transform[4]! - b.transform[4]!).map((item) => ({
-      text: item.str.trim(),
-      confidence: 1,
-      bbox: { x: item.transform[4]!, y: Math.max(0, pageHeight - item.transform[5]! - item.height), width: item.width, height: item.height },
-    }));
-    const x = Math.min(...words.map((w) => w.bbox.x));
-    const y = Math.min(...words.map((w) => w.bbox.y));
-    const right = Math.max(...words.map((w) => w.bbox.x + w.bbox.width));
-    const bottom = Math.max(...words.map((w) => w.bbox.y + w.bbox.height));
-    return { text: words.map((w) => w.text).join(' '), confidence: 1, bbox: { x, y, width: right - x, height: bottom - y }, words };
-  });
-}
 
-/** Renders pages to PNG with poppler's pdftoppm (clearer for OCR than a JS canvas). */
-export async function renderPages(pdf: Buffer, pages: number[], dpi = 200): Promise<Map<number, Buffer>> {
-  const dir = await mkdtemp(join(tmpdir(), 'pdf-'));
-  try {
-    await writeFile(join(dir, 'in.pdf'), pdf);
-    const rendered = new Map<number, Buffer>();
-    for (const page of pages) {
-      await run('pdftoppm', ['-r', String(dpi), '-f', String(page), '-l', String(page), '-png', join(dir, 'in.pdf'), join(dir, `p${page}`)], { timeout: 60_000 });
-      const file = (await readdir(dir)).find((f) => f.startsWith(`p${page}-`) || f === `p${page}.png`);
-      if (file) rendered.set(page, await readFile(join(dir, file)));
-    }
-    return rendered;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+  /** The page as PNG, from pdftoppm (given the PDF on stdin, it writes the PNG to stdout). */
+  renderPage(pdf: Buffer, page: PdfPageText): Promise<Buffer> {
+    const squareInches = (page.width / 72) * (page.height / 72);
+    const dpi = Math.max(1, Math.min(RENDER_DPI, Math.floor(Math.sqrt(this.limits.maxPixels / Math.max(squareInches, 1e-6)))));
+    return runBounded('pdftoppm', ['-r', String(dpi), '-f', String(page.page), '-l', String(page.page), '-singlefile', '-png', '-'], {
+      what: 'PDF page rendering', input: pdf, limits: this.limits, maxOutputBytes: this.limits.maxPixels * 4,
+    });
+  }
+
+  close(): Promise<void> {
+    return this.worker.close();
   }
 }

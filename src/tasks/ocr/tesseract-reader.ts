@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { createWorker, OEM, PSM, type Worker } from 'tesseract.js';
 import type { components } from '../../../generated/openapi.ts';
+import { taskTimedOut } from '../../workers/task-errors.ts';
 
 type Schemas = components['schemas'];
 export type OcrLine = Schemas['OcrLine'];
@@ -17,17 +18,22 @@ export interface ReadImage {
 
 /** Small text is read far better enlarged (measured: 8 px text from 15% to 0% character errors). */
 const UPSCALE_BELOW_WIDTH = 2000;
+/** …but a picture this large is not made four times larger. */
+const UPSCALE_MAX_PIXELS = 16_000_000;
 
 interface Box { x0: number; y0: number; x1: number; y1: number }
 
 /**
  * Tesseract (tesseract.js, WebAssembly) with the English LSTM model from @tesseract.js-data/eng,
- * read from node_modules: nothing is downloaded, nothing cached to disk. One worker, made on
- * first use and kept; its recognitions run one at a time.
+ * read from node_modules: nothing is downloaded, nothing cached to disk. One worker thread, made
+ * on first use and kept; its recognitions run one at a time, each within `TASK_TIMEOUT_MS`, past
+ * which the worker is ended and the next recognition starts a new one.
  */
 export class TesseractReader {
   private worker: Promise<Worker> | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly timeoutMs: number) {}
 
   async read(image: Buffer): Promise<ReadImage> {
     const run = this.queue.then(() => this.recognize(image));
@@ -36,7 +42,9 @@ export class TesseractReader {
   }
 
   async close(): Promise<void> {
-    if (this.worker) await (await this.worker).terminate();
+    const worker = this.worker;
+    this.worker = undefined;
+    if (worker) await (await worker).terminate();
   }
 
   private start(): Promise<Worker> {
@@ -52,11 +60,10 @@ export class TesseractReader {
     const meta = await sharp(image).metadata();
     const width = meta.width ?? 0;
     const height = meta.height ?? 0;
-    const scale = width > 0 && width < UPSCALE_BELOW_WIDTH ? 2 : 1;
+    const scale = width > 0 && width < UPSCALE_BELOW_WIDTH && width * height * 4 <= UPSCALE_MAX_PIXELS ? 2 : 1;
     const prepared = await sharp(image).flatten({ background: '#ffffff' }).greyscale()
       .resize({ width: Math.max(1, width * scale), kernel: 'lanczos3' }).png().toBuffer();
-    this.worker ??= this.start();
-    const { data } = await (await this.worker).recognize(prepared, {}, { text: true, blocks: true });
+    const { data } = await this.withDeadline((worker) => worker.recognize(prepared, {}, { text: true, blocks: true }));
     const box = (b: Box) => ({ x: b.x0 / scale, y: b.y0 / scale, width: (b.x1 - b.x0) / scale, height: (b.y1 - b.y0) / scale });
     const lines: OcrLine[] = (data.blocks ?? []).flatMap((block) => block.paragraphs.flatMap((p) => p.lines.map((line) => ({
       text: line.text.trim(),
@@ -65,5 +72,22 @@ export class TesseractReader {
       words: line.words.map((w) => ({ text: w.text, confidence: w.confidence / 100, bbox: box(w.bbox) })),
     })))).filter((l) => l.text !== '');
     return { width, height, text: data.text.trim(), confidence: (data.confidence ?? 0) / 100, lines };
+  }
+
+  private async withDeadline<T>(work: (worker: Worker) => Promise<T>): Promise<T> {
+    const worker = (this.worker ??= this.start());
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        if (this.worker === worker) this.worker = undefined;
+        void worker.then((w) => w.terminate());
+        reject(taskTimedOut('OCR', this.timeoutMs));
+      }, this.timeoutMs);
+    });
+    try {
+      return await Promise.race([worker.then(work), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 }

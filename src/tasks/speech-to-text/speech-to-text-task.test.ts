@@ -6,10 +6,12 @@ import { speech, wordErrorRate } from '../../testing/fixtures.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createSpeechToTextTask } from './speech-to-text-task.ts';
 import { WhisperWorker } from './whisper-worker.ts';
+import { speechLimitsOf } from '../create-tasks.ts';
 
 const SENTENCES = 'The quick brown fox jumps over the lazy dog. Please call me at noon tomorrow. Open the settings and click save.';
 const MIME = { wav: 'audio/wav', mp3: 'audio/mpeg', ogg: 'audio/ogg', webm: 'audio/webm' } as const;
-const worker = new WhisperWorker(loadConfig(process.env).sttPython, 2);
+const config = loadConfig({ ...process.env, AUDIO_MAX_SECONDS: '20' });
+const worker = new WhisperWorker(config.sttPython, 2, speechLimitsOf(config));
 const task = createSpeechToTextTask(worker);
 
 describe('speech_to_text task (faster-whisper tiny.en)', () => {
@@ -36,5 +38,11 @@ describe('speech_to_text task (faster-whisper tiny.en)', () => {
   it('answers 400 for audio that cannot be decoded', async () => {
     await assert.rejects(task.run(taskInput({ attachments: [{ kind: 'audio', mime: 'audio/wav', bytes: Buffer.from('RIFF....WAVEjunk'), param: 'bad.wav' }] })),
       (e: unknown) => e instanceof ServiceError && e.status === 400 && /bad\.wav/.test(e.message));
+  });
+
+  it('refuses audio longer than AUDIO_MAX_SECONDS with 413 audio_too_long, without transcribing it', async () => {
+    const long = speech(Array.from({ length: 6 }, () => SENTENCES).join(' '), 'ogg');
+    await assert.rejects(task.run(taskInput({ attachments: [{ kind: 'audio', mime: 'audio/ogg', bytes: long, param: 'long.ogg' }] })),
+      (e: unknown) => e instanceof ServiceError && e.status === 413 && e.code === 'audio_too_long' && /AUDIO_MAX_SECONDS/.test(e.message));
   });
 });

