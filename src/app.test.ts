@@ -145,6 +145,38 @@ describe('limits and failures', () => {
     }
   });
 
+  it('stops generating when the client of a non-streaming request disconnects', async () => {
+    let produced = 0;
+    const base = createScriptedEngine(() => Array.from({ length: 400 }, () => ({ type: 'content' as const, text: 'x ' })), 5);
+    const counting: Engine = {
+      description: 'counting',
+      async *generate(request) {
+        for await (const event of base.generate(request)) {
+          produced++;
+          yield event;
+        }
+      },
+    };
+    const server = await startTestServer({ engine: counting });
+    try {
+      const abort = new AbortController();
+      const pending = fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', signal: abort.signal, body: JSON.stringify(hello),
+        headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json' },
+      }).catch(() => 'aborted');
+      while (produced === 0) await new Promise((r) => setTimeout(r, 10));
+      abort.abort();
+      assert.equal(await pending, 'aborted');
+      await new Promise((r) => setTimeout(r, 200));
+      const seen = produced;
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal(produced, seen, 'generation went on after the client left');
+      assert.ok(produced < 400);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('stops generating when the client disconnects', async () => {
     let produced = 0;
     const script = () => Array.from({ length: 200 }, () => ({ type: 'content' as const, text: 'x ' }));

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { loadConfig } from '../../config.ts';
+import { hello, startTestServer, TEST_KEY, type TestServer } from '../../testing/test-server.ts';
+import { createEngine } from '../create-engine.ts';
+import type { Engine } from '../engine.ts';
+
+const MAX_TOKENS = 600;
+
+/** Polls `read` until two readings `everyMs` apart agree (the timeout of the test is the hang detector). */
+async function settled(read: () => number, everyMs = 1000): Promise<number> {
+  for (let last = read(); ; ) {
+    await new Promise((r) => setTimeout(r, everyMs));
+    const now = read();
+    if (now === last) return now;
+    last = now;
+  }
+}
+
+// The embedded model, loaded once for this file, behind the real app.
+describe('the local engine when the client leaves', { timeout: 300_000 }, () => {
+  let engine: Engine;
+  let server: TestServer;
+  let produced = 0;
+  before(async () => {
+    engine = await createEngine(loadConfig({ PARALLEL: '1' }));
+    const counting: Engine = {
+      description: 'counting',
+      async *generate(request) {
+        for await (const event of engine.generate(request)) {
+          if (event.type === 'content') produced++;
+          yield event;
+        }
+      },
+    };
+    server = await startTestServer({ engine: counting });
+  });
+  after(async () => {
+    await server.close();
+    await engine.close?.();
+  });
+
+  for (const stream of [false, true]) {
+    it(`stops generating soon after a ${stream ? 'streaming' : 'non-streaming'} client disconnects`, async () => {
+      produced = 0;
+      const abort = new AbortController();
+      const body = { ...hello, stream, max_tokens: MAX_TOKENS, temperature: 0.8, seed: 7,
+        messages: [{ role: 'user', content: 'Write a very long story about a dragon who learns to sail.' }] };
+      const pending = fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', signal: abort.signal, body: JSON.stringify(body),
+        headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json' },
+      }).then((res) => res.text()).catch(() => 'aborted');
+      while (produced < 5) await new Promise((r) => setTimeout(r, 20));
+      abort.abort();
+      assert.equal(await pending, 'aborted');
+      const total = await settled(() => produced);
+      assert.ok(total < MAX_TOKENS / 2, `${total} content events after the client left at 5`);
+      // The one generation slot is free again: the next request is served.
+      const next = await fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', body: JSON.stringify({ ...hello, max_tokens: 4 }),
+        headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json' },
+      });
+      assert.equal(next.status, 200);
+    });
+  }
+});
