@@ -59,7 +59,7 @@ const image = (bytes: Buffer) => ({ type: 'image_url', image_url: { url: dataUrl
 const pdf = (bytes: Buffer) => ({ type: 'file', file: { filename: 'doc.pdf', file_data: dataUrl('application/pdf', bytes) } });
 
 describe(`hostile inputs at ${baseUrl}`, { timeout: 600_000 }, () => {
-  for (const [width, height] of [[16_000, 16_000], [8000, 8000]]) {
+  for (const [width, height] of [[16_000, 16_000], [8000, 8000]] as const) {
     it(`refuses a small PNG that declares ${width}×${height} pixels with 413, in task mode and through the MoA layer`, async () => {
       const png = await hugePng(width, height);
       assert.ok(png.length < 100_000);
