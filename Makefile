@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test
+.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -119,6 +119,10 @@ fuzz-mock: setup
 # Speed and memory, side by side with node-llama-cpp called directly (bench/, README).
 bench: setup
 	$(NODE) bench/local-engine.bench.ts
+
+# The event loop's delay while hostile inputs are served, one case per process (README).
+bench-hostile: setup
+	$(NODE) bench/hostile.bench.ts --out bench/results/hostile.json
 
 # Accuracy of the tasks on the project's own fixtures (README).
 accuracy: setup

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { createScriptedEngine } from './engines/scripted-engine.ts';
+import { countingEngine } from './testing/counting-engine.ts';
 import type { ChatCompletionResponse } from './api/types.ts';
 import type { Engine } from './engines/engine.ts';
 import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from './testing/test-server.ts';
@@ -146,61 +147,42 @@ describe('limits and failures', () => {
   });
 
   it('stops generating when the client of a non-streaming request disconnects', async () => {
-    let produced = 0;
-    const base = createScriptedEngine(() => Array.from({ length: 400 }, () => ({ type: 'content' as const, text: 'x ' })), 5);
-    const counting: Engine = {
-      description: 'counting',
-      async *generate(request) {
-        for await (const event of base.generate(request)) {
-          produced++;
-          yield event;
-        }
-      },
-    };
-    const server = await startTestServer({ engine: counting });
+    const counting = countingEngine(createScriptedEngine(() => Array.from({ length: 400 }, () => ({ type: 'content' as const, text: 'x ' })), 5));
+    const produced = counting.produced;
+    const server = await startTestServer({ engine: counting.engine });
     try {
       const abort = new AbortController();
       const pending = fetch(`${server.baseUrl}/chat/completions`, {
         method: 'POST', signal: abort.signal, body: JSON.stringify(hello),
         headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json' },
       }).catch(() => 'aborted');
-      while (produced === 0) await new Promise((r) => setTimeout(r, 10));
+      while (produced() === 0) await new Promise((r) => setTimeout(r, 10));
       abort.abort();
       assert.equal(await pending, 'aborted');
       await new Promise((r) => setTimeout(r, 200));
-      const seen = produced;
+      const seen = produced();
       await new Promise((r) => setTimeout(r, 200));
-      assert.equal(produced, seen, 'generation went on after the client left');
-      assert.ok(produced < 400);
+      assert.equal(produced(), seen, 'generation went on after the client left');
+      assert.ok(produced() < 400);
     } finally {
       await server.close();
     }
   });
 
   it('stops generating when the client disconnects', async () => {
-    let produced = 0;
     const script = () => Array.from({ length: 200 }, () => ({ type: 'content' as const, text: 'x ' }));
-    const base = createScriptedEngine(script, 5);
-    const counting: Engine = {
-      description: 'counting',
-      async *generate(request) {
-        for await (const event of base.generate(request)) {
-          produced++;
-          yield event;
-        }
-      },
-    };
-    const server = await startTestServer({ engine: counting });
+    const counting = countingEngine(createScriptedEngine(script, 5));
+    const server = await startTestServer({ engine: counting.engine });
     try {
       const res = await postCompletion(server.baseUrl, { ...hello, stream: true });
       const reader = res.body!.getReader();
       await reader.read();
       await reader.cancel();
       await new Promise((r) => setTimeout(r, 200));
-      const seen = produced;
+      const seen = counting.produced();
       await new Promise((r) => setTimeout(r, 200));
-      assert.equal(produced, seen, 'generation went on after the client left');
-      assert.ok(produced < 200);
+      assert.equal(counting.produced(), seen, 'generation went on after the client left');
+      assert.ok(counting.produced() < 200);
     } finally {
       await server.close();
     }

@@ -4,6 +4,7 @@ import { loadConfig } from '../../config.ts';
 import { hello, startTestServer, TEST_KEY, type TestServer } from '../../testing/test-server.ts';
 import { createEngine } from '../create-engine.ts';
 import type { Engine } from '../engine.ts';
+import { countingEngine } from '../../testing/counting-engine.ts';
 
 const MAX_TOKENS = 600;
 
@@ -21,19 +22,11 @@ async function settled(read: () => number, everyMs = 1000): Promise<number> {
 describe('the local engine when the client leaves', { timeout: 300_000 }, () => {
   let engine: Engine;
   let server: TestServer;
-  let produced = 0;
+  let counting: ReturnType<typeof countingEngine>;
   before(async () => {
     engine = await createEngine(loadConfig({ PARALLEL: '1' }));
-    const counting: Engine = {
-      description: 'counting',
-      async *generate(request) {
-        for await (const event of engine.generate(request)) {
-          if (event.type === 'content') produced++;
-          yield event;
-        }
-      },
-    };
-    server = await startTestServer({ engine: counting });
+    counting = countingEngine(engine, (event) => event.type === 'content');
+    server = await startTestServer({ engine: counting.engine });
   });
   after(async () => {
     await server.close();
@@ -42,7 +35,7 @@ describe('the local engine when the client leaves', { timeout: 300_000 }, () => 
 
   for (const stream of [false, true]) {
     it(`stops generating soon after a ${stream ? 'streaming' : 'non-streaming'} client disconnects`, async () => {
-      produced = 0;
+      counting.reset();
       const abort = new AbortController();
       const body = { ...hello, stream, max_tokens: MAX_TOKENS, temperature: 0.8, seed: 7,
         messages: [{ role: 'user', content: 'Write a very long story about a dragon who learns to sail.' }] };
@@ -50,10 +43,10 @@ describe('the local engine when the client leaves', { timeout: 300_000 }, () => 
         method: 'POST', signal: abort.signal, body: JSON.stringify(body),
         headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json' },
       }).then((res) => res.text()).catch(() => 'aborted');
-      while (produced < 5) await new Promise((r) => setTimeout(r, 20));
+      while (counting.produced() < 5) await new Promise((r) => setTimeout(r, 20));
       abort.abort();
       assert.equal(await pending, 'aborted');
-      const total = await settled(() => produced);
+      const total = await settled(counting.produced);
       assert.ok(total < MAX_TOKENS / 2, `${total} content events after the client left at 5`);
       // The one generation slot is free again: the next request is served.
       const next = await fetch(`${server.baseUrl}/chat/completions`, {
