@@ -78,6 +78,19 @@ const CASES: HostileCase[] = [
     name: 'png-8000-ocr', warm: ['ocr-image'],
     body: async () => taskRequest('ocr', imagePart((await fixtures()).dataUrl('image/png', await (await hostile()).hugePng(8000, 8000)))),
   },
+  // Just under IMAGE_MAX_PIXELS (40 M): accepted, so decoding and inference really run (off the loop).
+  {
+    name: 'png-6000-detect', warm: ['detect'],
+    body: async () => taskRequest('object_detection', imagePart((await fixtures()).dataUrl('image/png', await (await hostile()).hugePng(6000, 6000)))),
+  },
+  {
+    name: 'png-6000-ocr', warm: ['ocr-image'],
+    body: async () => taskRequest('ocr', imagePart((await fixtures()).dataUrl('image/png', await (await hostile()).hugePng(6000, 6000)))),
+  },
+  {
+    name: 'png-6000-gui', warm: ['ocr-image'],
+    body: async () => taskRequest('gui_detection', imagePart((await fixtures()).dataUrl('image/png', await (await hostile()).hugePng(6000, 6000)))),
+  },
   {
     name: 'pdf-bomb', warm: ['ocr-pdf'],
     body: async () => taskRequest('ocr', filePart('bomb.pdf', (await fixtures()).dataUrl('application/pdf', await (await hostile()).deflateBombPdf(300_000_000)))),
