@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { createScriptedEngine } from './engines/scripted-engine.ts';
 import { countingEngine } from './testing/counting-engine.ts';
-import type { ChatCompletionResponse } from './api/types.ts';
+import type { ChatCompletionResponse } from './contract/wire-types.ts';
 import type { Engine } from './engines/engine.ts';
 import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from './testing/test-server.ts';
 

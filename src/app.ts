@@ -1,13 +1,17 @@
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { createChatCompletionHandler } from './api/create-chat-completion.ts';
+import { createCompletionPipeline } from './chat/create-pipeline.ts';
+import type { Logger } from './chat/request-context.ts';
 import { newCompletionId } from './chat/completion-id.ts';
 import { BASE_PATH, loadContract, validatorCopy } from './contract/openapi-document.ts';
 import type { Engine } from './engines/engine.ts';
 import type { AttachmentLimits } from './inputs/attachments.ts';
 import type { TaskRegistry } from './tasks/registry.ts';
-import { createErrorHandler, notFound } from './http/errors.ts';
-import { createBearerAuth, type KeyVerifier } from './middleware/bearer-auth.ts';
+import { createErrorHandler } from './http/errors.ts';
+import { notFound } from './errors/service-error.ts';
+import { createBearerAuth } from './middleware/bearer-auth.ts';
+import type { CallerResolver } from './keys/caller.ts';
 import { createJsonBody } from './middleware/json-body.ts';
 import { createRequestId } from './middleware/request-id.ts';
 
@@ -15,10 +19,10 @@ export interface AppDeps {
   engine: Engine;
   tasks: TaskRegistry;
   attachmentLimits: AttachmentLimits;
-  keys: KeyVerifier;
+  keys: CallerResolver;
   bodyLimitBytes: number;
   validateResponses: boolean;
-  log?: Pick<Console, 'error'>;
+  log?: Logger;
   newCompletionId?: () => string;
 }
 
@@ -45,9 +49,7 @@ export function createApp(deps: AppDeps): Express {
   app.post(
     `${BASE_PATH}/chat/completions`,
     createChatCompletionHandler({
-      engine: deps.engine,
-      tasks: deps.tasks,
-      attachmentLimits: deps.attachmentLimits,
+      complete: createCompletionPipeline(deps),
       newCompletionId: deps.newCompletionId ?? newCompletionId,
       log,
     }),

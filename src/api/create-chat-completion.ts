@@ -1,68 +1,42 @@
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { toChunks } from '../chat/chunks.ts';
-import { readDirectives } from '../chat/directives.ts';
-import { foldEvents, toCompletionResponse } from '../chat/fold.ts';
-import { lastUserText, routeAttachments } from '../chat/moa-router.ts';
-import { normalizeRequest } from '../chat/normalize-request.ts';
-import { runTaskMode } from '../chat/task-mode.ts';
-import type { Engine, GenerationEvent } from '../engines/engine.ts';
+import { toCompletionResponse } from '../chat/completion-response.ts';
+import type { Next } from '../chat/pipeline.ts';
+import type { Logger } from '../chat/request-context.ts';
+import { foldEvents } from '../engines/fold-events.ts';
 import { writeEventStream } from '../http/sse.ts';
-import { type AttachmentLimits, resolveAttachments } from '../inputs/attachments.ts';
-import type { TaskRegistry } from '../tasks/registry.ts';
-import type { PrecontextEntry } from '../tasks/task.ts';
-import type { ChatCompletionRequest } from './types.ts';
+import { createRequestContext } from './request-context.ts';
 
 export interface ChatCompletionDeps {
-  engine: Engine;
-  tasks: TaskRegistry;
-  attachmentLimits: AttachmentLimits;
+  /** The completion pipeline (chat/create-pipeline.ts). */
+  complete: Next;
   newCompletionId: () => string;
-  log: Pick<Console, 'error'>;
+  log: Logger;
 }
 
-/** A boolean header; the contract validator has already turned a valid one into a boolean. */
-const flag = (req: Request, name: string) => String(req.headers[name] as unknown).toLowerCase() === 'true';
-
-/** Handler for operation `createChatCompletion`; the body was validated against the contract. */
+/**
+ * Handler for operation `createChatCompletion`; the body was validated against the contract.
+ * One pipeline makes the completion's event stream; a JSON answer is its fold and a stream its
+ * translation into chunks, so the two modes cannot disagree.
+ */
 export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHandler {
   return async function createChatCompletion(req, res) {
-    const body = req.body as ChatCompletionRequest;
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort(new Error('client disconnected'));
-    });
-    const generation = normalizeRequest(body, abort.signal);
+    const ctx = createRequestContext(req, res, deps.log);
+    const { body } = ctx;
     const meta = { id: deps.newCompletionId(), created: Math.floor(Date.now() / 1000), model: body.model };
     try {
-      const { events, precontext } = await prepare(body, generation, flag(req, 'x-service-bypass-moa'), deps);
+      const { events, precontext } = await deps.complete(ctx);
       if (body.stream) {
-        const shown = flag(req, 'x-show-additional-info') ? precontext : [];
+        const shown = ctx.flags.showAdditionalInfo ? precontext : [];
         const chunks = toChunks(meta, events, { includeUsage: body.stream_options?.include_usage === true, precontext: shown });
-        await writeEventStream(req, res, chunks, abort, deps.log);
+        await writeEventStream(req, res, chunks, ctx.signal, deps.log);
         return;
       }
       const folded = await foldEvents(events);
-      res.json(toCompletionResponse(meta, folded, generation.reasoningEffort !== undefined, precontext));
+      res.json(toCompletionResponse(meta, folded, ctx.generation.reasoningEffort !== undefined, precontext));
     } catch (err) {
-      if (abort.signal.aborted) return; // the client left: nobody to answer, nothing to log
+      if (ctx.signal.aborted) return; // the client left: nobody to answer, nothing to log
       throw err;
     }
   };
-}
-
-/** Task mode, or the MoA layer and then the model: either way one event stream and its precontext. */
-async function prepare(
-  body: ChatCompletionRequest,
-  generation: ReturnType<typeof normalizeRequest>,
-  bypassMoa: boolean,
-  deps: ChatCompletionDeps,
-): Promise<{ events: AsyncIterable<GenerationEvent>; precontext: PrecontextEntry[] }> {
-  const { task, instructions } = readDirectives(body.messages);
-  if (task !== undefined) return runTaskMode(task, instructions, body, generation, deps);
-  if (bypassMoa) return { events: deps.engine.generate(generation), precontext: [] };
-  const attachments = await resolveAttachments(body.messages, deps.attachmentLimits);
-  if (attachments.length === 0) return { events: deps.engine.generate(generation), precontext: [] };
-  const routed = await routeAttachments(attachments, generation.messages,
-    { text: lastUserText(body.messages), instructions: '', output: generation.output, signal: generation.signal }, deps.tasks);
-  return { events: deps.engine.generate({ ...generation, messages: routed.messages }), precontext: routed.precontext };
 }

@@ -1,6 +1,6 @@
-import type { ChatCompletionChunk, ChunkDelta, FinishReason, PrecontextEntry } from '../api/types.ts';
+import type { ChatCompletionChunk, ChunkDelta, FinishReason, PrecontextEntry } from '../contract/wire-types.ts';
 import type { GenerationEvent } from '../engines/engine.ts';
-import { type CompletionMeta, toWireUsage } from './fold.ts';
+import { type CompletionMeta, toWireUsage } from './completion-response.ts';
 
 export interface ChunkOptions {
   includeUsage: boolean;

@@ -1,4 +1,4 @@
-import type { Message } from '../api/types.ts';
+import type { Message } from '../contract/wire-types.ts';
 import { flattenContent } from './normalize-request.ts';
 
 export interface Directives {

@@ -1,7 +1,7 @@
-import type { ChatCompletionRequest, ContentPart, Message, Tool } from '../api/types.ts';
+import type { ChatCompletionRequest, ContentPart, Message, Tool } from '../contract/wire-types.ts';
 import type { EngineMessage, EngineTool, EngineToolChoice, GenerationRequest, OutputFormat } from '../engines/engine.ts';
-import { invalidRequest } from '../http/errors.ts';
-import { compileSchema } from './json-schema.ts';
+import { invalidRequest } from '../errors/service-error.ts';
+import { compileSchema } from '../engines/json-schema.ts';
 
 /**
  * Checks what the schema cannot express and turns the wire request into the engine's request.
@@ -52,6 +52,12 @@ export function flattenContent(content: Message['content']): string {
   if (content == null) return '';
   if (typeof content === 'string') return content;
   return content.map(partText).filter((t) => t !== '').join('\n');
+}
+
+/** The text parts of the last user message, which tasks read as their query or instructions. */
+export function lastUserText(messages: Message[]): string {
+  const last = messages.findLast((m) => m.role === 'user');
+  return last ? textOf(last.content).trim() : '';
 }
 
 /** Only what the caller wrote: the text parts, joined; attachments leave no trace. */

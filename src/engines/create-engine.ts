@@ -1,4 +1,4 @@
-import { withVerifiedOutput } from '../chat/verified-output.ts';
+import { withVerifiedOutput } from './verified-output.ts';
 import type { Config } from '../config.ts';
 import type { Engine } from './engine.ts';
 import { createLocalEngine } from './local/local-engine.ts';

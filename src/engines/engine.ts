@@ -1,5 +1,5 @@
-import type { FinishReason, ReasoningEffort, ToolCall } from '../api/types.ts';
-import type { CompiledSchema } from '../chat/json-schema.ts';
+import type { FinishReason, ReasoningEffort, ToolCall } from '../contract/wire-types.ts';
+import type { CompiledSchema } from './json-schema.ts';
 
 /** A conversation turn as engines see it: content flattened to text, roles normalised. */
 export interface EngineMessage {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { foldEvents } from '../chat/fold.ts';
+import { foldEvents } from './fold-events.ts';
 import { normalizeRequest } from '../chat/normalize-request.ts';
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 import type { Engine } from './engine.ts';
 import { withQueue } from './queued-engine.ts';
 

@@ -1,4 +1,4 @@
-import { serviceUnavailable } from '../http/errors.ts';
+import { serviceUnavailable } from '../errors/service-error.ts';
 import type { Engine } from './engine.ts';
 
 export interface QueueOptions {

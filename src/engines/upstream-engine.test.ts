@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { foldEvents } from '../chat/fold.ts';
+import { foldEvents } from './fold-events.ts';
 import { normalizeRequest } from '../chat/normalize-request.ts';
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 import { delta, sendStream, startFakeUpstream } from '../testing/fake-upstream.ts';
 import { createUpstreamEngine } from './upstream-engine.ts';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import type { FinishReason } from '../api/types.ts';
-import { ThinkTagSplitter } from '../chat/think-tags.ts';
-import { ServiceError, serviceUnavailable } from '../http/errors.ts';
+import type { FinishReason } from '../contract/wire-types.ts';
+import { ThinkTagSplitter } from './think-tags.ts';
+import { ServiceError, serviceUnavailable } from '../errors/service-error.ts';
 import type { Engine, EngineMessage, GenerationEvent, GenerationRequest } from './engine.ts';
 
 export interface UpstreamOptions {

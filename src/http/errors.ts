@@ -1,38 +1,5 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import type { ErrorEnvelope, ErrorType } from '../api/types.ts';
-
-/** A failure that leaves the service in the spec's error envelope. */
-export class ServiceError extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: ErrorType,
-    readonly code: string,
-    message: string,
-    readonly param: string | null = null,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-    this.name = 'ServiceError';
-  }
-
-  toEnvelope(): ErrorEnvelope {
-    return { error: { message: this.message, type: this.type, code: this.code, param: this.param } };
-  }
-}
-
-export const invalidRequest = (message: string, code = 'invalid_request', param: string | null = null) =>
-  new ServiceError(400, 'invalid_request_error', code, message, param);
-
-export const authenticationFailed = (message: string) =>
-  new ServiceError(401, 'authentication_error', 'invalid_api_key', message, null, {
-    'WWW-Authenticate': 'Bearer realm="service"',
-  });
-
-export const serviceUnavailable = (message: string, code = 'service_unavailable', retryAfterSeconds = 1) =>
-  new ServiceError(503, 'service_unavailable', code, message, null, { 'Retry-After': String(retryAfterSeconds) });
-
-export const internalError = (requestId: string) =>
-  new ServiceError(500, 'internal_error', 'internal_error', `Internal error (request id ${requestId}). It is safe to retry.`);
+import { internalError, invalidRequest, notFound, ServiceError } from '../errors/service-error.ts';
 
 /** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
 interface HttpLikeError {
@@ -82,9 +49,6 @@ export function toServiceError(err: unknown, requestId: string, url = ''): Servi
   if (status === 404) return notFound(`Unknown URL: ${url}`);
   return internalError(requestId);
 }
-
-export const notFound = (message: string) =>
-  new ServiceError(404, 'invalid_request_error', 'unknown_url', message);
 
 /** The validator's paths look like `/body/messages/0/content`; callers know `messages.0.content`. */
 function fromValidationErrors(errors: { path?: string; message?: string }[]): ServiceError {

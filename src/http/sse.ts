@@ -7,14 +7,14 @@ type Logger = Pick<Console, 'error'>;
  * The one SSE writer. Writes each item as a `data:` event and ends with `data: [DONE]`. A failure
  * before the first item is thrown, for the error handler to answer with a status; one after the
  * stream has started cannot change the status any more, so it leaves as a final
- * `data: {"error":…}` event. The caller aborts `abort` when the client goes away; the writer then
+ * `data: {"error":…}` event. `signal` fires when the client goes away; the writer then
  * stops pulling items.
  */
 export async function writeEventStream(
   req: Request,
   res: Response,
   items: AsyncIterable<unknown>,
-  abort: AbortController,
+  signal: AbortSignal,
   log: Logger,
 ): Promise<void> {
   // The first item is awaited before the headers go out: until then a failure is an HTTP error.
@@ -38,11 +38,11 @@ export async function writeEventStream(
     if (!res.writableEnded && !res.destroyed) res.write(`data: ${data}\n\n`);
   };
   try {
-    for (; !next.done && !abort.signal.aborted; next = await iterator.next()) {
+    for (; !next.done && !signal.aborted; next = await iterator.next()) {
       send(JSON.stringify(next.value));
     }
   } catch (err) {
-    if (!abort.signal.aborted) {
+    if (!signal.aborted) {
       const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
       const error = toServiceError(err, requestId);
       if (error.status === 500) log.error(`[${requestId}] ${req.method} ${req.originalUrl} failed mid-stream:`, err);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 import { dataUrl, renderTextImage, textPdf } from '../testing/fixtures.ts';
 import { hugePng } from '../testing/hostile-inputs.ts';
 import { type AttachmentLimits, parseDataUrl, resolveAttachments } from './attachments.ts';

@@ -1,8 +1,8 @@
 import { extname } from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import sharp from 'sharp';
-import type { ContentPart, Message } from '../api/types.ts';
-import { invalidRequest, ServiceError } from '../http/errors.ts';
+import type { ContentPart, Message } from '../contract/wire-types.ts';
+import { invalidRequest, ServiceError } from '../errors/service-error.ts';
 import { type FetchLimits, safeFetch, tooLarge } from './safe-fetch.ts';
 
 export type AttachmentKind = 'image' | 'pdf' | 'audio' | 'text';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 import { type FetchLimits, refusedAddress, safeFetch } from './safe-fetch.ts';
 
 const limits: FetchLimits = { maxBytes: 1000, timeoutMs: 2000, maxRedirects: 3, allowLoopback: false };

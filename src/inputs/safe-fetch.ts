@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { invalidRequest, ServiceError } from '../http/errors.ts';
+import { invalidRequest, ServiceError } from '../errors/service-error.ts';
 
 export interface FetchLimits {
   maxBytes: number;

@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { serviceUnavailable } from '../http/errors.ts';
-import type { KeyVerifier } from '../middleware/bearer-auth.ts';
+import { serviceUnavailable } from '../errors/service-error.ts';
+import type { Caller, CallerResolver } from './caller.ts';
 
 export interface StoredKey {
   id: string;
@@ -18,6 +18,9 @@ export interface KeyStoreOptions {
   log?: Pick<Console, 'warn'>;
 }
 
+/** The key given by `SERVICE_API_KEY`, kept in memory only. */
+const ENV_CALLER: Caller = { keyId: 'env', name: 'SERVICE_API_KEY', rpm: null, tpm: null };
+
 const hashOf = (key: string) => createHash('sha256').update(key).digest();
 
 /**
@@ -26,7 +29,7 @@ const hashOf = (key: string) => createHash('sha256').update(key).digest();
  * live in memory only. A file that cannot be read as keys (a half-finished hand edit) leaves the
  * keys read before it in force rather than locking everyone out or failing every request.
  */
-export class KeyStore implements KeyVerifier {
+export class KeyStore implements CallerResolver {
   private keys: StoredKey[] = [];
   private loadedMtimeMs = -1;
   private currentProblem: string | undefined;
@@ -72,18 +75,26 @@ export class KeyStore implements KeyVerifier {
     return true;
   }
 
-  /** Compares against every live hash in constant time each, with no early exit. */
   verify(key: string): boolean {
+    return this.match(key) !== undefined;
+  }
+
+  async resolve(key: string): Promise<Caller | undefined> {
+    return this.match(key);
+  }
+
+  /** Compares against every live hash in constant time each, with no early exit. */
+  private match(key: string): Caller | undefined {
     const presented = hashOf(key);
-    const live = [
-      ...this.list().filter((k) => k.revokedAt === null).map((k) => Buffer.from(k.hash, 'hex')),
-      ...this.extraHashes,
-    ];
-    let match = false;
-    for (const hash of live) {
-      if (hash.length === presented.length && timingSafeEqual(hash, presented)) match = true;
+    const same = (hex: Buffer) => hex.length === presented.length && timingSafeEqual(hex, presented);
+    let caller: Caller | undefined;
+    for (const k of this.list()) {
+      if (k.revokedAt === null && same(Buffer.from(k.hash, 'hex'))) caller ??= { keyId: k.id, name: k.name, rpm: null, tpm: null };
     }
-    return match;
+    for (const hash of this.extraHashes) {
+      if (same(hash)) caller ??= ENV_CALLER;
+    }
+    return caller;
   }
 
   private reloadIfChanged(): void {

@@ -1,5 +1,5 @@
 import express, { type RequestHandler } from 'express';
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 
 /**
  * The JSON body, UTF-8 only (RFC 8259 §8.1), inflated when sent with `Content-Encoding` gzip,

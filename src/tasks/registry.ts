@@ -1,4 +1,4 @@
-import { invalidRequest, serviceUnavailable } from '../http/errors.ts';
+import { invalidRequest, serviceUnavailable } from '../errors/service-error.ts';
 import { TASK_NAMES, type Task, type TaskName } from './task.ts';
 
 /** Something a task holds that must be ended at shutdown (a worker process). */

@@ -1,9 +1,9 @@
-import type { components } from '../../generated/openapi.ts';
+import type { PrecontextEntry } from '../contract/wire-types.ts';
 import type { OutputFormat } from '../engines/engine.ts';
-import { invalidRequest } from '../http/errors.ts';
+import { invalidRequest } from '../errors/service-error.ts';
 import type { Attachment, AttachmentKind } from '../inputs/attachments.ts';
 
-export type PrecontextEntry = components['schemas']['PrecontextEntry'];
+export type { PrecontextEntry };
 
 /** What a task reads: the request's attachments, its last user message, and its system text. */
 export interface TaskInput {

@@ -31,7 +31,7 @@ export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise
     keys,
     bodyLimitBytes: 1024 * 1024,
     validateResponses: true,
-    log: { error: (...args: unknown[]) => void logged.push(args) },
+    log: { error: (...args: unknown[]) => void logged.push(args), warn: (...args: unknown[]) => void logged.push(args) },
     ...overrides,
   });
   const server = app.listen(0, '127.0.0.1');

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 import type { WorkerLimits } from './isolated-worker.ts';
 import { taskTimedOut } from './task-errors.ts';
 

@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 import { taskTimedOut } from './task-errors.ts';
 import type { JobReply, JobRequest, WorkerFailure } from './worker-protocol.ts';
 

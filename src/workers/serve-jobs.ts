@@ -1,4 +1,4 @@
-import { ServiceError } from '../http/errors.ts';
+import { ServiceError } from '../errors/service-error.ts';
 import type { JobReply, JobRequest } from './worker-protocol.ts';
 
 /** Inside a worker process: answers an IsolatedWorker's requests with the named jobs. */

@@ -1,4 +1,4 @@
-import { serviceUnavailable } from '../http/errors.ts';
+import { serviceUnavailable } from '../errors/service-error.ts';
 
 /** The 503 for work on one file that overran `TASK_TIMEOUT_MS`, whether in a worker or a child process. */
 export const taskTimedOut = (what: string, timeoutMs: number) =>

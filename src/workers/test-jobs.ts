@@ -1,5 +1,5 @@
 // A worker module for isolated-worker.test.ts: jobs that behave well, fail, overrun and blow up.
-import { invalidRequest } from '../http/errors.ts';
+import { invalidRequest } from '../errors/service-error.ts';
 import { serveJobs } from './serve-jobs.ts';
 
 const hoard: unknown[] = [];

@@ -1,4 +1,4 @@
-import type { ErrorType } from '../api/types.ts';
+import type { ErrorType } from '../contract/wire-types.ts';
 
 /** What crosses between an IsolatedWorker and the worker module it runs. */
 export interface JobRequest {

@@ -7,9 +7,9 @@ import {
   LlamaLogLevel,
   resolveChatWrapper,
 } from 'node-llama-cpp';
-import type { FinishReason, ReasoningEffort } from '../../api/types.ts';
-import { AsyncQueue } from '../../chat/async-queue.ts';
-import { invalidRequest } from '../../http/errors.ts';
+import type { FinishReason, ReasoningEffort } from '../../contract/wire-types.ts';
+import { AsyncQueue } from '../async-queue.ts';
+import { invalidRequest } from '../../errors/service-error.ts';
 import type { Engine, EngineTool, GenerationEvent, GenerationRequest, TokenUsage } from '../engine.ts';
 import { describeTools, toChatHistory, withInstruction } from './chat-history.ts';
 

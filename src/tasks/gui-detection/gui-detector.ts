@@ -1,10 +1,10 @@
 import sharp from 'sharp';
-import type { components as Schemas } from '../../../generated/openapi.ts';
+import type { GuiDetectionResult } from '../../contract/wire-types.ts';
 import type { TesseractReader } from '../ocr/tesseract-reader.ts';
 import { IsolatedWorker, type WorkerLimits } from '../../workers/isolated-worker.ts';
 import type { findShapes } from './gui-shapes.ts';
 
-type GuiImage = Schemas['schemas']['GuiDetectionResult']['images'][number];
+type GuiImage = GuiDetectionResult['images'][number];
 type Element = GuiImage['elements'][number];
 type Box = Element['bbox'];
 

@@ -5,7 +5,7 @@ import type { Attachment } from '../../inputs/attachments.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createOcrTask } from './ocr-task.ts';
 import { TesseractReader } from './tesseract-reader.ts';
-import { ServiceError } from '../../http/errors.ts';
+import { ServiceError } from '../../errors/service-error.ts';
 import { blankPagesPdf, deflateBombPdf } from '../../testing/hostile-inputs.ts';
 import { PdfReader } from './pdf-reader.ts';
 import { loadConfig } from '../../config.ts';

@@ -1,12 +1,10 @@
-import type { components } from '../../../generated/openapi.ts';
+import type { OcrDocument, OcrPage } from '../../contract/wire-types.ts';
 import type { Attachment } from '../../inputs/attachments.ts';
 import { attachmentsFor, type Task } from '../task.ts';
 import sharp from 'sharp';
 import type { PdfReader } from './pdf-reader.ts';
 import type { ReadImage, TesseractReader } from './tesseract-reader.ts';
 
-type OcrPage = components['schemas']['OcrPage'];
-type OcrDocument = components['schemas']['OcrDocument'];
 
 /**
  * Text from images (Tesseract) and PDFs: a page's own text layer where it has one, and OCR of

@@ -1,5 +1,5 @@
 import { createInflate } from 'node:zlib';
-import { invalidRequest, ServiceError } from '../../http/errors.ts';
+import { invalidRequest, ServiceError } from '../../errors/service-error.ts';
 import type { OcrLine } from './tesseract-reader.ts';
 
 export interface PdfPageText {

@@ -2,11 +2,10 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import sharp from 'sharp';
 import { createWorker, OEM, PSM, type Worker } from 'tesseract.js';
-import type { components } from '../../../generated/openapi.ts';
+import type { OcrLine } from '../../contract/wire-types.ts';
 import { taskTimedOut } from '../../workers/task-errors.ts';
 
-type Schemas = components['schemas'];
-export type OcrLine = Schemas['OcrLine'];
+export type { OcrLine };
 
 export interface ReadImage {
   width: number;

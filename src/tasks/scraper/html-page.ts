@@ -1,7 +1,7 @@
 import * as cheerio from 'cheerio';
-import type { components } from '../../../generated/openapi.ts';
+import type { ScraperResult } from '../../contract/wire-types.ts';
 
-export type ScraperResult = components['schemas']['ScraperResult'];
+export type { ScraperResult };
 
 const MAX_TEXT = 100_000;
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { compileSchema } from '../../chat/json-schema.ts';
+import { compileSchema } from '../../engines/json-schema.ts';
 import { URL_IN_TEXT } from './scraper-task.ts';
 import { createScriptedEngine } from '../../engines/scripted-engine.ts';
 import type { GenerationRequest } from '../../engines/engine.ts';

@@ -1,7 +1,7 @@
-import { foldEvents } from '../../chat/fold.ts';
-import { compileSchema } from '../../chat/json-schema.ts';
+import { foldEvents } from '../../engines/fold-events.ts';
+import { compileSchema } from '../../engines/json-schema.ts';
 import type { Engine, OutputFormat } from '../../engines/engine.ts';
-import { invalidRequest } from '../../http/errors.ts';
+import { invalidRequest } from '../../errors/service-error.ts';
 import { type FetchLimits, safeFetch } from '../../inputs/safe-fetch.ts';
 import type { Task, TaskInput } from '../task.ts';
 import { readHtmlPage } from './html-page.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
-import { ServiceError } from '../../http/errors.ts';
+import { ServiceError } from '../../errors/service-error.ts';
 import { speech, wordErrorRate } from '../../testing/fixtures.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createSpeechToTextTask } from './speech-to-text-task.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { invalidRequest, ServiceError } from '../../http/errors.ts';
+import { invalidRequest, ServiceError } from '../../errors/service-error.ts';
 import { taskTimedOut } from '../../workers/task-errors.ts';
 
 export interface Transcript {

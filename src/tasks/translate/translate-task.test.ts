@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ServiceError } from '../../http/errors.ts';
+import { ServiceError } from '../../errors/service-error.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { Apertium } from './apertium.ts';
 import { createTranslateTask, readDirections } from './translate-task.ts';

@@ -1,5 +1,5 @@
 import { eld } from 'eld/large';
-import { invalidRequest } from '../../http/errors.ts';
+import { invalidRequest } from '../../errors/service-error.ts';
 import type { Task } from '../task.ts';
 import type { Apertium } from './apertium.ts';
 

@@ -1,7 +1,7 @@
-import type { components } from '../../../generated/openapi.ts';
-import { serviceUnavailable } from '../../http/errors.ts';
+import type { WebSearchResult } from '../../contract/wire-types.ts';
+import { serviceUnavailable } from '../../errors/service-error.ts';
 
-export type SearchHit = components['schemas']['WebSearchResult']['results'][number];
+export type SearchHit = WebSearchResult['results'][number];
 
 export interface SearchProvider {
   readonly name: string;

@@ -1,4 +1,4 @@
-import { invalidRequest, serviceUnavailable } from '../../http/errors.ts';
+import { invalidRequest, serviceUnavailable } from '../../errors/service-error.ts';
 import type { Task } from '../task.ts';
 import type { SearchProvider } from './search-provider.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Message } from '../api/types.ts';
-import { lastUserText } from './moa-router.ts';
+import type { Message } from '../contract/wire-types.ts';
+import { lastUserText } from './normalize-request.ts';
 
 const file = { type: 'file' as const, file: { filename: 'a.txt', file_data: 'data:text/plain;base64,aGk=' } };
 

@@ -1,6 +1,6 @@
 import type { Engine, GenerationEvent, GenerationRequest, TokenUsage } from '../engines/engine.ts';
-import { ServiceError } from '../http/errors.ts';
-import { type FoldedGeneration, foldEvents } from './fold.ts';
+import { ServiceError } from '../errors/service-error.ts';
+import { type FoldedGeneration, foldEvents } from './fold-events.ts';
 import { checkJson } from './json-schema.ts';
 
 const ATTEMPTS = 2;

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Engine, GenerationEvent } from '../engines/engine.ts';
-import { ServiceError } from '../http/errors.ts';
-import { foldEvents } from './fold.ts';
-import { normalizeRequest } from './normalize-request.ts';
+import { ServiceError } from '../errors/service-error.ts';
+import { foldEvents } from './fold-events.ts';
+import { normalizeRequest } from '../chat/normalize-request.ts';
 import { withVerifiedOutput } from './verified-output.ts';
 
 /** Answers each attempt with the next of `answers` (as content), counting attempts. */

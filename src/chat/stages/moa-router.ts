@@ -1,9 +1,9 @@
-import type { Message } from '../api/types.ts';
-import type { EngineMessage } from '../engines/engine.ts';
-import type { Attachment, AttachmentKind } from '../inputs/attachments.ts';
-import type { TaskRegistry } from '../tasks/registry.ts';
-import type { PrecontextEntry, TaskName, TaskInput } from '../tasks/task.ts';
-import { textOf } from './normalize-request.ts';
+import type { EngineMessage } from '../../engines/engine.ts';
+import { type Attachment, type AttachmentKind, type AttachmentLimits, resolveAttachments } from '../../inputs/attachments.ts';
+import type { TaskRegistry } from '../../tasks/registry.ts';
+import type { PrecontextEntry, TaskName, TaskInput } from '../../tasks/task.ts';
+import { lastUserText } from '../normalize-request.ts';
+import type { Stage } from '../pipeline.ts';
 
 /** Which internal tasks read which kind of attachment (those the deployment has). */
 const TASKS_FOR: Record<AttachmentKind, TaskName[]> = {
@@ -13,10 +13,30 @@ const TASKS_FOR: Record<AttachmentKind, TaskName[]> = {
   text: [],
 };
 
+export interface MoaDeps {
+  tasks: TaskRegistry;
+  attachmentLimits: AttachmentLimits;
+}
+
 /**
- * The MoA layer for ordinary chat: attachments go through the fitting internal tasks; their raw
- * outputs become the precontext, and their text becomes context the model reads with the last
- * user message. Text files are given to the model as they are.
+ * The MoA layer for ordinary chat (unless `x-service-bypass-moa`): attachments go through the
+ * fitting internal tasks; their raw outputs join the precontext, and their text becomes context
+ * the model reads with the last user message.
+ */
+export function moaRouter(deps: MoaDeps): Stage {
+  return async function moaRouter(ctx, next) {
+    if (ctx.flags.bypassMoa) return next(ctx);
+    const attachments = await resolveAttachments(ctx.body.messages, deps.attachmentLimits);
+    if (attachments.length === 0) return next(ctx);
+    const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal };
+    const routed = await routeAttachments(attachments, ctx.generation.messages, input, deps.tasks);
+    const answer = await next({ ...ctx, generation: { ...ctx.generation, messages: routed.messages } });
+    return { ...answer, precontext: [...routed.precontext, ...answer.precontext] };
+  };
+}
+
+/**
+ * Runs the internal tasks on the attachments; text files are given to the model as they are.
  */
 export async function routeAttachments(
   attachments: Attachment[],
@@ -33,12 +53,6 @@ export async function routeAttachments(
   const texts = attachments.filter((a) => a.kind === 'text').map((a) => `${a.filename ?? a.param}:\n${a.bytes.toString('utf8')}`);
   const context = [...precontext.map(describe), ...texts].filter(Boolean).join('\n\n');
   return { precontext, messages: context ? withContext(messages, context) : messages };
-}
-
-/** The text parts of the last user message, which tasks read as their query or instructions. */
-export function lastUserText(messages: Message[]): string {
-  const last = messages.findLast((m) => m.role === 'user');
-  return last ? textOf(last.content).trim() : '';
 }
 
 function describe(entry: PrecontextEntry): string {

@@ -20,3 +20,10 @@ export type ModelId = Schemas['ModelId'];
 export type ReasoningEffort = Schemas['ReasoningEffort'];
 export type ErrorEnvelope = Schemas['ErrorEnvelope'];
 export type ErrorType = Schemas['ErrorType'];
+// The results of the built-in tasks (PrecontextEntry.result).
+export type OcrPage = Schemas['OcrPage'];
+export type OcrLine = Schemas['OcrLine'];
+export type OcrDocument = Schemas['OcrDocument'];
+export type GuiDetectionResult = Schemas['GuiDetectionResult'];
+export type WebSearchResult = Schemas['WebSearchResult'];
+export type ScraperResult = Schemas['ScraperResult'];

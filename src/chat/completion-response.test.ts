@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { GenerationEvent } from '../engines/engine.ts';
-import { foldEvents, toCompletionResponse } from './fold.ts';
+import { foldEvents } from '../engines/fold-events.ts';
+import { toCompletionResponse } from './completion-response.ts';
 
 async function* source(events: GenerationEvent[]) {
   yield* events;

@@ -1,0 +1,41 @@
+import type { Request, Response } from 'express';
+import { readDirectives } from '../chat/directives.ts';
+import { normalizeRequest } from '../chat/normalize-request.ts';
+import type { Logger, RequestContext, RequestFlags } from '../chat/request-context.ts';
+import type { ChatCompletionRequest } from '../contract/wire-types.ts';
+import type { Caller } from '../keys/caller.ts';
+
+/** A boolean header; the contract validator has already turned a valid one into a boolean. */
+const flag = (req: Request, name: string) => String(req.headers[name] as unknown).toLowerCase() === 'true';
+
+export function flagsOf(req: Request): RequestFlags {
+  return {
+    zdr: flag(req, 'x-service-zdr'),
+    bypassCache: flag(req, 'x-service-bypass-cache'),
+    bypassMoa: flag(req, 'x-service-bypass-moa'),
+    showAdditionalInfo: flag(req, 'x-show-additional-info'),
+  };
+}
+
+/**
+ * The context of one validated request: who calls (put there by auth), its flags, its directives
+ * and the engine's form of it, and an abort signal that fires when the client goes away before
+ * the answer is complete, streamed or not.
+ */
+export function createRequestContext(req: Request, res: Response, log: Logger): RequestContext {
+  const body = req.body as ChatCompletionRequest;
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+  });
+  return {
+    requestId: String(res.getHeader('x-request-id')),
+    caller: res.locals.caller as Caller,
+    flags: flagsOf(req),
+    signal: abort.signal,
+    log,
+    body,
+    generation: normalizeRequest(body, abort.signal),
+    directives: readDirectives(body.messages),
+  };
+}

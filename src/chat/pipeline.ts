@@ -1,0 +1,27 @@
+import type { GenerationEvent } from '../engines/engine.ts';
+import type { PrecontextEntry } from '../tasks/task.ts';
+import type { RequestContext } from './request-context.ts';
+
+/** What the pipeline answers: the completion's one event stream, and the precontext gathered on the way. */
+export interface Completion {
+  events: AsyncIterable<GenerationEvent>;
+  precontext: PrecontextEntry[];
+}
+
+export type Next = (ctx: RequestContext) => Promise<Completion>;
+
+/**
+ * One step of making a completion. A stage answers by itself (a task, a cache hit), or calls
+ * `next` with the context (or a changed copy) and returns, or wraps, what the later stages answer.
+ */
+export type Stage = (ctx: RequestContext, next: Next) => Promise<Completion>;
+
+/** The stages in order; the last one must answer without calling `next`. */
+export function pipeline(stages: Stage[]): Next {
+  const from = (i: number): Next => (ctx) => {
+    const stage = stages[i];
+    if (!stage) throw new Error('the last stage of the pipeline called next');
+    return stage(ctx, from(i + 1));
+  };
+  return from(0);
+}

@@ -1,0 +1,33 @@
+import type { ChatCompletionRequest } from '../contract/wire-types.ts';
+import type { GenerationRequest } from '../engines/engine.ts';
+import type { Caller } from '../keys/caller.ts';
+import type { Directives } from './directives.ts';
+
+export type Logger = Pick<Console, 'error' | 'warn'>;
+
+/** The request headers that change how a completion is made (all default to false). */
+export interface RequestFlags {
+  /** `x-service-zdr`: nothing of the request or answer is kept anywhere. */
+  zdr: boolean;
+  /** `x-service-bypass-cache`: the verified cache is neither read nor written. */
+  bypassCache: boolean;
+  /** `x-service-bypass-moa`: attachments go to no internal task; only the model answers. */
+  bypassMoa: boolean;
+  /** `x-show-additional-info`: a stream sends the precontext first. */
+  showAdditionalInfo: boolean;
+}
+
+/** Everything the pipeline's stages know about one request, built once by the handler. */
+export interface RequestContext {
+  readonly requestId: string;
+  readonly caller: Caller;
+  readonly flags: RequestFlags;
+  /** Aborted when the client goes away. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  /** The request as the caller sent it, validated against the contract. */
+  readonly body: ChatCompletionRequest;
+  /** The same request as engines take it; a stage may hand the next one a changed copy. */
+  readonly generation: GenerationRequest;
+  readonly directives: Directives;
+}
