@@ -91,8 +91,10 @@ typecheck: node_modules/.installed
 	npx tsc -p .
 
 # --- tests ------------------------------------------------------------------------------------
-unit: node_modules/.installed
-	$(NODE) --test $(TESTS)
+# The store's tests run against both backends: Redis on its own port, nothing persisted.
+REDIS_TEST_PORT ?= 6391
+unit: node_modules/.installed .cache/system-packages.installed
+	scripts/with-redis.sh $(REDIS_TEST_PORT) $(NODE) --test $(TESTS)
 
 contract: setup
 	$(SERVE_SEARXNG) $(SERVE_LOCAL) $(SERVE_CHAINED) env $(SUITE_ENV) contract-tests/run-suites.sh $(LOCAL_URL) $(CHAINED_URL)

@@ -12,6 +12,9 @@ import { createErrorHandler } from './http/errors.ts';
 import { notFound } from './errors/service-error.ts';
 import { createBearerAuth } from './middleware/bearer-auth.ts';
 import type { CallerResolver } from './keys/caller.ts';
+import type { QuotaOptions } from './chat/stages/quota.ts';
+import type { CacheOptions } from './chat/stages/verified-cache.ts';
+import type { Store } from './store/store.ts';
 import { createJsonBody } from './middleware/json-body.ts';
 import { createRequestId } from './middleware/request-id.ts';
 
@@ -20,6 +23,10 @@ export interface AppDeps {
   tasks: TaskRegistry;
   attachmentLimits: AttachmentLimits;
   keys: CallerResolver;
+  /** Balances, rate counters and the verified cache (embedded or Redis). */
+  store: Store;
+  quota: QuotaOptions;
+  cache: CacheOptions;
   bodyLimitBytes: number;
   validateResponses: boolean;
   log?: Logger;
@@ -50,6 +57,7 @@ export function createApp(deps: AppDeps): Express {
     `${BASE_PATH}/chat/completions`,
     createChatCompletionHandler({
       complete: createCompletionPipeline(deps),
+      attachmentLimits: deps.attachmentLimits,
       newCompletionId: deps.newCompletionId ?? newCompletionId,
       log,
     }),

@@ -9,6 +9,22 @@ export interface Config {
   /** A key accepted in addition to the stored ones (scripts, tests); kept in memory only. */
   apiKey: string | undefined;
   keysFile: string;
+  /** Shared state for several instances; unset: the embedded store (keys file + memory). */
+  redisUrl: string | undefined;
+  cache: {
+    /** `key`: each key sees only its own cached answers; `global`: all keys share them. */
+    scope: 'key' | 'global';
+    ttlSeconds: number;
+    /** Bound of the embedded cache (least recently used out first); Redis bounds itself. */
+    maxEntries: number;
+  };
+  credits: {
+    /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
+    per1kPromptTokens: number;
+    per1kCompletionTokens: number;
+  };
+  /** Per-key limits for keys without their own; null: none. */
+  defaultLimits: { rpm: number | null; tpm: number | null };
   validateResponses: boolean;
   engine: 'local' | 'upstream';
   local: {
@@ -70,6 +86,20 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 20 * 1024 * 1024, 1, 2 ** 31),
     apiKey: env.SERVICE_API_KEY || undefined,
     keysFile: env.KEYS_FILE ?? `${PROJECT_ROOT}data/keys.json`,
+    redisUrl: env.REDIS_URL || undefined,
+    cache: {
+      scope: oneOf(env, 'CACHE_SCOPE', ['key', 'global'] as const, 'key'),
+      ttlSeconds: integer(env, 'CACHE_TTL_SECONDS', 3600, 1, 31_536_000),
+      maxEntries: integer(env, 'CACHE_MAX_ENTRIES', 1000, 0, 10_000_000),
+    },
+    credits: {
+      per1kPromptTokens: decimal(env, 'CREDITS_PER_1K_PROMPT_TOKENS', 1),
+      per1kCompletionTokens: decimal(env, 'CREDITS_PER_1K_COMPLETION_TOKENS', 2),
+    },
+    defaultLimits: {
+      rpm: optionalInteger(env, 'DEFAULT_RPM', 1, 1_000_000_000),
+      tpm: optionalInteger(env, 'DEFAULT_TPM', 1, 1_000_000_000_000),
+    },
     validateResponses: boolean(env, 'VALIDATE_RESPONSES', env.NODE_ENV !== 'production'),
     engine: oneOf(env, 'ENGINE', ['local', 'upstream'] as const, env.UPSTREAM_BASE_URL ? 'upstream' : 'local'),
     local: {
@@ -116,6 +146,18 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
+  return value;
+}
+
+function optionalInteger(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | null {
+  return env[name] === undefined || env[name] === '' ? null : integer(env, name, min, min, max);
+}
+
+function decimal(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new ConfigError(`${name} must be a number of 0 or more, got "${raw}"`);
   return value;
 }
 

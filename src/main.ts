@@ -1,16 +1,21 @@
 import { createApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
+import type { QuotaOptions } from './chat/stages/quota.ts';
 import { createEngine } from './engines/create-engine.ts';
-import { KeyStore } from './keys/key-store.ts';
+import { ApiKeys } from './keys/api-keys.ts';
+import { createStore } from './store/create-store.ts';
 import { attachmentLimitsOf, createTasks } from './tasks/create-tasks.ts';
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
   const engine = await createEngine(config);
   const tasks = createTasks(config, engine);
-  const keys = new KeyStore(config.keysFile, config.apiKey ? [config.apiKey] : []);
+  const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: config.cache.maxEntries });
+  const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
   const app = createApp({
-    engine, tasks, keys,
+    engine, tasks, keys, store,
+    quota: quotaOptionsOf(config),
+    cache: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds },
     attachmentLimits: attachmentLimitsOf(config),
     bodyLimitBytes: config.bodyLimitBytes,
     validateResponses: config.validateResponses,
@@ -21,12 +26,20 @@ async function start(): Promise<void> {
 
   const shutdown = (signal: string) => {
     console.log(`${signal}: closing`);
-    server.close(() => void Promise.allSettled([engine.close?.(), tasks.close()]).finally(() => process.exit(0)));
+    server.close(() => void Promise.allSettled([engine.close?.(), tasks.close(), store.close()]).finally(() => process.exit(0)));
     server.closeIdleConnections();
     setTimeout(() => process.exit(1), 10_000).unref();
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+/** Prices and service-wide limits, as the quota stage takes them. */
+export function quotaOptionsOf(config: Config): QuotaOptions {
+  return {
+    prices: { prompt: config.credits.per1kPromptTokens, completion: config.credits.per1kCompletionTokens },
+    defaults: config.defaultLimits,
+  };
 }
 
 start().catch((err: unknown) => {

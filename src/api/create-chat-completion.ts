@@ -5,11 +5,13 @@ import type { Next } from '../chat/pipeline.ts';
 import type { Logger } from '../chat/request-context.ts';
 import { foldEvents } from '../engines/fold-events.ts';
 import { writeEventStream } from '../http/sse.ts';
+import type { AttachmentLimits } from '../inputs/attachments.ts';
 import { createRequestContext } from './request-context.ts';
 
 export interface ChatCompletionDeps {
   /** The completion pipeline (chat/create-pipeline.ts). */
   complete: Next;
+  attachmentLimits: AttachmentLimits;
   newCompletionId: () => string;
   log: Logger;
 }
@@ -21,11 +23,12 @@ export interface ChatCompletionDeps {
  */
 export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHandler {
   return async function createChatCompletion(req, res) {
-    const ctx = createRequestContext(req, res, deps.log);
+    const ctx = createRequestContext(req, res, deps);
     const { body } = ctx;
     const meta = { id: deps.newCompletionId(), created: Math.floor(Date.now() / 1000), model: body.model };
     try {
-      const { events, precontext } = await deps.complete(ctx);
+      const { events, precontext, cached, headers } = await deps.complete(ctx);
+      if (headers) res.set(headers);
       if (body.stream) {
         const shown = ctx.flags.showAdditionalInfo ? precontext : [];
         const chunks = toChunks(meta, events, { includeUsage: body.stream_options?.include_usage === true, precontext: shown });
@@ -33,7 +36,7 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
         return;
       }
       const folded = await foldEvents(events);
-      res.json(toCompletionResponse(meta, folded, ctx.generation.reasoningEffort !== undefined, precontext));
+      res.json(toCompletionResponse(meta, folded, ctx.generation.reasoningEffort !== undefined, precontext, cached));
     } catch (err) {
       if (ctx.signal.aborted) return; // the client left: nobody to answer, nothing to log
       throw err;

@@ -4,6 +4,7 @@ import { normalizeRequest } from '../chat/normalize-request.ts';
 import type { Logger, RequestContext, RequestFlags } from '../chat/request-context.ts';
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { Caller } from '../keys/caller.ts';
+import { type AttachmentLimits, resolveAttachments } from '../inputs/attachments.ts';
 
 /** A boolean header; the contract validator has already turned a valid one into a boolean. */
 const flag = (req: Request, name: string) => String(req.headers[name] as unknown).toLowerCase() === 'true';
@@ -22,7 +23,7 @@ export function flagsOf(req: Request): RequestFlags {
  * and the engine's form of it, and an abort signal that fires when the client goes away before
  * the answer is complete, streamed or not.
  */
-export function createRequestContext(req: Request, res: Response, log: Logger): RequestContext {
+export function createRequestContext(req: Request, res: Response, deps: { log: Logger; attachmentLimits: AttachmentLimits }): RequestContext {
   const body = req.body as ChatCompletionRequest;
   const abort = new AbortController();
   res.on('close', () => {
@@ -33,9 +34,16 @@ export function createRequestContext(req: Request, res: Response, log: Logger): 
     caller: res.locals.caller as Caller,
     flags: flagsOf(req),
     signal: abort.signal,
-    log,
+    log: deps.log,
     body,
     generation: normalizeRequest(body, abort.signal),
     directives: readDirectives(body.messages),
+    attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits)),
   };
+}
+
+/** `make()` on the first call; the same promise after. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make());
 }

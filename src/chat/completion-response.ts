@@ -13,6 +13,7 @@ export function toCompletionResponse(
   folded: FoldedGeneration,
   withReasoning: boolean,
   precontext: PrecontextEntry[] = [],
+  cached = false,
 ): ChatCompletionResponse {
   const hasToolCalls = folded.toolCalls.length > 0;
   return {
@@ -34,7 +35,7 @@ export function toCompletionResponse(
     usage: toWireUsage(folded.usage),
     ...(withReasoning ? { reasoning: folded.reasoning } : {}),
     precontext,
-    vcache: false,
+    vcache: cached,
   };
 }
 

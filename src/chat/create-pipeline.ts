@@ -1,20 +1,27 @@
 import type { Engine } from '../engines/engine.ts';
-import type { AttachmentLimits } from '../inputs/attachments.ts';
+import type { Store } from '../store/store.ts';
 import type { TaskRegistry } from '../tasks/registry.ts';
 import { type Next, pipeline } from './pipeline.ts';
 import { generate } from './stages/generate.ts';
 import { moaRouter } from './stages/moa-router.ts';
+import { quota, type QuotaOptions } from './stages/quota.ts';
 import { taskMode } from './stages/task-mode.ts';
+import { type CacheOptions, verifiedCache } from './stages/verified-cache.ts';
 
 export interface PipelineDeps {
   engine: Engine;
   tasks: TaskRegistry;
-  attachmentLimits: AttachmentLimits;
+  store: Store;
+  quota: QuotaOptions;
+  cache: CacheOptions;
 }
 
 /** How a chat completion is made, stage by stage. */
 export function createCompletionPipeline(deps: PipelineDeps): Next {
+  const countTokens = deps.engine.countTokens?.bind(deps.engine);
   return pipeline([
+    quota(deps.store, { ...deps.quota, ...(countTokens ? { countTokens } : {}) }), // 429, 402; credits settled at the end
+    verifiedCache(deps.store, deps.cache), // a verified answer stored before answers at once
     taskMode(deps), // <task>NAME</task>: the task answers, no model
     moaRouter(deps), // attachments through the internal tasks: precontext, and context for the model
     generate(deps.engine), // the model answers

@@ -6,6 +6,10 @@ import type { RequestContext } from './request-context.ts';
 export interface Completion {
   events: AsyncIterable<GenerationEvent>;
   precontext: PrecontextEntry[];
+  /** Served from the verified cache (`vcache: true`). */
+  cached?: boolean;
+  /** Response headers a stage adds (the rate-limit headers). */
+  headers?: Record<string, string>;
 }
 
 export type Next = (ctx: RequestContext) => Promise<Completion>;

@@ -1,5 +1,6 @@
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { GenerationRequest } from '../engines/engine.ts';
+import type { Attachment } from '../inputs/attachments.ts';
 import type { Caller } from '../keys/caller.ts';
 import type { Directives } from './directives.ts';
 
@@ -30,4 +31,6 @@ export interface RequestContext {
   /** The same request as engines take it; a stage may hand the next one a changed copy. */
   readonly generation: GenerationRequest;
   readonly directives: Directives;
+  /** The request's images and files, decoded or fetched and checked once, on first use. */
+  readonly attachments: () => Promise<Attachment[]>;
 }

@@ -9,31 +9,54 @@ export interface FoldedGeneration {
   usage: TokenUsage;
 }
 
-/** Folds the engine's event stream into the whole answer: the non-streaming path. */
-export async function foldEvents(events: AsyncIterable<GenerationEvent>): Promise<FoldedGeneration> {
-  let content = '';
-  let reasoning = '';
-  const toolCalls: ToolCall[] = [];
-  for await (const event of events) {
+/** Folds events one at a time, for a stage that watches a stream pass; `add` answers the whole at `done`. */
+export class EventFold {
+  private content = '';
+  private reasoning = '';
+  private readonly toolCalls: ToolCall[] = [];
+
+  add(event: GenerationEvent): FoldedGeneration | undefined {
     switch (event.type) {
       case 'reasoning':
-        reasoning += event.text;
-        break;
+        this.reasoning += event.text;
+        return undefined;
       case 'content':
-        content += event.text;
-        break;
+        this.content += event.text;
+        return undefined;
       case 'tool_call': {
-        const call = (toolCalls[event.index] ??= {
+        const call = (this.toolCalls[event.index] ??= {
           id: event.id ?? '',
           type: 'function',
           function: { name: event.name ?? '', arguments: '' },
         });
         call.function.arguments += event.arguments;
-        break;
+        return undefined;
       }
-      case 'done':
+      case 'done': {
+        const { content, reasoning, toolCalls } = this;
         return { content, reasoning, toolCalls, finishReason: event.finishReason, usage: event.usage };
+      }
     }
   }
+}
+
+/** Folds the engine's event stream into the whole answer: the non-streaming path. */
+export async function foldEvents(events: AsyncIterable<GenerationEvent>): Promise<FoldedGeneration> {
+  const fold = new EventFold();
+  for await (const event of events) {
+    const whole = fold.add(event);
+    if (whole) return whole;
+  }
   throw new Error('engine stream ended without a done event');
+}
+
+/** The events that make `folded` again, for an answer that was collected (checked, or cached). */
+export async function* replayEvents(folded: FoldedGeneration): AsyncGenerator<GenerationEvent> {
+  if (folded.reasoning) yield { type: 'reasoning', text: folded.reasoning };
+  if (folded.content) yield { type: 'content', text: folded.content };
+  for (const [index, call] of folded.toolCalls.entries()) {
+    yield { type: 'tool_call', index, id: call.id, name: call.function.name, arguments: '' };
+    yield { type: 'tool_call', index, arguments: call.function.arguments };
+  }
+  yield { type: 'done', finishReason: folded.finishReason, usage: folded.usage };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { GenerationEvent } from '../engines/engine.ts';
+import type { GenerationEvent } from './engine.ts';
 import { ThinkTagSplitter } from './think-tags.ts';
 
 function split(deltas: string[]) {

@@ -1,4 +1,4 @@
-import type { GenerationEvent } from '../engines/engine.ts';
+import type { GenerationEvent } from './engine.ts';
 
 const OPEN = '<think>';
 const CLOSE = '</think>';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Engine, GenerationEvent } from '../engines/engine.ts';
+import type { Engine, GenerationEvent } from './engine.ts';
 import { ServiceError } from '../errors/service-error.ts';
 import { foldEvents } from './fold-events.ts';
 import { normalizeRequest } from '../chat/normalize-request.ts';

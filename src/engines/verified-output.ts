@@ -1,6 +1,6 @@
-import type { Engine, GenerationEvent, GenerationRequest, TokenUsage } from '../engines/engine.ts';
+import type { Engine, GenerationEvent, GenerationRequest, TokenUsage } from './engine.ts';
 import { ServiceError } from '../errors/service-error.ts';
-import { type FoldedGeneration, foldEvents } from './fold-events.ts';
+import { type FoldedGeneration, foldEvents, replayEvents } from './fold-events.ts';
 import { checkJson } from './json-schema.ts';
 
 const ATTEMPTS = 2;
@@ -31,7 +31,8 @@ async function* verified(engine: Engine, request: GenerationRequest): AsyncGener
     usage.completionTokens += folded.usage.completionTokens;
     problem = problemWith(folded, request);
     if (problem === '' || folded.finishReason === 'length') {
-      yield* replay(folded, usage);
+      const finishReason = folded.toolCalls.length ? 'tool_calls' : folded.finishReason;
+      yield* replayEvents({ ...folded, finishReason, usage });
       return;
     }
   }
@@ -60,14 +61,4 @@ export function problemWith(folded: FoldedGeneration, request: GenerationRequest
     if (!check.ok) return `the arguments of ${call.function.name} are ${check.reason}`;
   }
   return '';
-}
-
-function* replay(folded: FoldedGeneration, usage: TokenUsage): Generator<GenerationEvent> {
-  if (folded.reasoning) yield { type: 'reasoning', text: folded.reasoning };
-  if (folded.content) yield { type: 'content', text: folded.content };
-  for (const [index, call] of folded.toolCalls.entries()) {
-    yield { type: 'tool_call', index, id: call.id, name: call.function.name, arguments: '' };
-    yield { type: 'tool_call', index, arguments: call.function.arguments };
-  }
-  yield { type: 'done', finishReason: folded.toolCalls.length ? 'tool_calls' : folded.finishReason, usage };
 }

@@ -35,3 +35,13 @@ export const internalError = (requestId: string) =>
 
 export const notFound = (message: string) =>
   new ServiceError(404, 'invalid_request_error', 'unknown_url', message);
+
+export const insufficientQuota = (message: string) =>
+  new ServiceError(402, 'insufficient_quota', 'insufficient_quota', message);
+
+export const rateLimited = (message: string, retryAfterSeconds: number, headers: Record<string, string>) =>
+  new ServiceError(429, 'rate_limit_error', 'rate_limit_exceeded', message, null, { ...headers, 'Retry-After': String(retryAfterSeconds) });
+
+/** The shared store (Redis) cannot be reached: keys, balances and limits cannot be checked. */
+export const storeUnavailable = (why: string) =>
+  serviceUnavailable(`The account store is unreachable (${why}); retry shortly.`, 'store_unavailable', 2);

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Response } from 'express';
-import { internalError, invalidRequest, notFound, ServiceError } from '../errors/service-error.ts';
+import { internalError, invalidRequest, notFound, ServiceError, storeUnavailable } from '../errors/service-error.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
 
 /** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
 interface HttpLikeError {
@@ -21,6 +22,7 @@ interface HttpLikeError {
  */
 export function toServiceError(err: unknown, requestId: string, url = ''): ServiceError {
   if (err instanceof ServiceError) return err;
+  if (err instanceof StoreUnavailableError) return storeUnavailable(err.message);
   if (typeof err !== 'object' || err === null) return internalError(requestId);
   const e = err as HttpLikeError;
   const status = e.status ?? e.statusCode;

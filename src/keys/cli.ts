@@ -1,44 +1,99 @@
-// API key administration: create, list, revoke, and ensure-dev (used by `make run`).
+// API key administration on the configured store (the keys file, or Redis with REDIS_URL).
+// `ensure-dev` is what `make run` calls on start.
+import { parseArgs } from 'node:util';
 import { loadConfig } from '../config.ts';
-import { KeyStore } from './key-store.ts';
+import { createStore } from '../store/create-store.ts';
+import { ApiKeys } from './api-keys.ts';
 
-const USAGE = `usage: keys create [name] | keys list | keys revoke <id> | keys ensure-dev`;
+const USAGE = `usage: npm run keys -- <command>
+  create NAME [--credits N] [--rpm N] [--tpm N]   a new key, shown once
+  list                                            every key, its balance and limits
+  revoke KEY_ID
+  credit KEY_ID N                                 add N credits (negative takes away)
+  limits KEY_ID [--rpm N|none] [--tpm N|none]     per-minute limits of the key
+  unlimited KEY_ID                                the key pays nothing (no balance)
+  ensure-dev                                      a development key when there is no live key`;
 
-function main(argv: string[]): number {
-  const config = loadConfig(process.env);
-  const store = new KeyStore(config.keysFile);
-  const [command, arg] = argv;
-  switch (command) {
-    case 'create': {
-      const { key, record } = store.create(arg ?? 'unnamed');
-      console.log(`created ${record.id} (${record.name}); the key is shown once:\n${key}`);
-      return 0;
-    }
-    case 'list':
-      for (const k of store.list()) {
-        console.log(`${k.id}\t${k.name}\tcreated ${k.createdAt}\t${k.revokedAt ? `revoked ${k.revokedAt}` : 'live'}`);
-      }
-      return 0;
-    case 'revoke':
-      if (!arg) break;
-      if (!store.revoke(arg)) {
-        console.error(`no live key with id ${arg}`);
-        return 1;
-      }
-      console.log(`revoked ${arg}`);
-      return 0;
-    case 'ensure-dev': {
-      if (store.list().some((k) => k.revokedAt === null)) {
-        console.log(`API keys live in ${config.keysFile} (list them: npm run keys -- list).`);
-        return 0;
-      }
-      const { key, record } = store.create('development');
-      console.log(`First start: created the development key ${record.id}, shown once:\n\n    ${key}\n`);
-      return 0;
-    }
-  }
-  console.error(USAGE);
-  return 2;
+const OPTIONS = { credits: { type: 'string' }, rpm: { type: 'string' }, tpm: { type: 'string' } } as const;
+
+/** A whole number, or null for `none`; undefined when the option is absent. */
+function count(raw: string | undefined, name: string): number | null | undefined {
+  if (raw === undefined) return undefined;
+  if (raw === 'none') return null;
+  const n = Number(raw);
+  if (!Number.isInteger(n)) throw new Error(`--${name} takes a whole number or none, not "${raw}"`);
+  return n;
 }
 
-process.exitCode = main(process.argv.slice(2));
+async function main(argv: string[]): Promise<number> {
+  const config = loadConfig(process.env);
+  const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: 0 });
+  const keys = new ApiKeys(store);
+  const { positionals, values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  const [command, target, amount] = positionals;
+  try {
+    switch (command) {
+      case 'create': {
+        const { key, record } = await keys.create(target ?? 'unnamed', {
+          credits: count(values.credits, 'credits') ?? null, rpm: count(values.rpm, 'rpm') ?? null, tpm: count(values.tpm, 'tpm') ?? null,
+        });
+        console.log(`created ${record.id} (${record.name}); the key is shown once:\n${key}`);
+        return 0;
+      }
+      case 'list':
+        for (const k of await keys.list()) {
+          const state = k.revokedAt ? `revoked ${k.revokedAt}` : 'live';
+          console.log([k.id, k.name, state, `credits ${k.credits ?? 'unlimited'}`, `rpm ${k.rpm ?? '-'}`, `tpm ${k.tpm ?? '-'}`, `created ${k.createdAt}`].join('\t'));
+        }
+        return 0;
+      case 'revoke':
+        if (!target) break;
+        if (!(await keys.revoke(target))) return fail(`no live key with id ${target}`);
+        console.log(`revoked ${target}`);
+        return 0;
+      case 'credit': {
+        const n = count(amount, 'credit');
+        if (!target || typeof n !== 'number') break;
+        if ((await store.credits(target)) === undefined) return fail(`no key with id ${target}`);
+        if ((await store.credits(target)) === null) await store.setCredits(target, 0);
+        console.log(`${target}: balance ${await store.addCredits(target, n)}`);
+        return 0;
+      }
+      case 'limits': {
+        if (!target) break;
+        const limits = { ...(values.rpm !== undefined ? { rpm: count(values.rpm, 'rpm')! } : {}), ...(values.tpm !== undefined ? { tpm: count(values.tpm, 'tpm')! } : {}) };
+        if (!(await store.setKeyLimits(target, limits))) return fail(`no key with id ${target}`);
+        console.log(`${target}: limits ${JSON.stringify(limits)}`);
+        return 0;
+      }
+      case 'unlimited':
+        if (!target) break;
+        if (!(await store.setCredits(target, null))) return fail(`no key with id ${target}`);
+        console.log(`${target}: unlimited`);
+        return 0;
+      case 'ensure-dev': {
+        if ((await keys.list()).some((k) => k.revokedAt === null)) {
+          console.log(`API keys live in ${config.redisUrl ? 'Redis' : config.keysFile} (list them: npm run keys -- list).`);
+          return 0;
+        }
+        const { key, record } = await keys.create('development');
+        console.log(`First start: created the development key ${record.id}, shown once:\n\n    ${key}\n`);
+        return 0;
+      }
+    }
+    console.error(USAGE);
+    return 2;
+  } finally {
+    await store.close();
+  }
+}
+
+function fail(message: string): number {
+  console.error(message);
+  return 1;
+}
+
+main(process.argv.slice(2)).then((code) => (process.exitCode = code), (err: Error) => {
+  console.error(`keys: ${err.message}`);
+  process.exitCode = 1;
+});

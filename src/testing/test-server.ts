@@ -4,22 +4,33 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AppDeps, createApp } from '../app.ts';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
-import { KeyStore } from '../keys/key-store.ts';
+import { ApiKeys } from '../keys/api-keys.ts';
+import { createEmbeddedStore } from '../store/embedded-store.ts';
+import type { Store } from '../store/store.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
 
 export const TEST_KEY = 'sk-test-key';
 
 export interface TestServer {
   baseUrl: string;
-  keys: KeyStore;
+  keys: ApiKeys;
+  store: Store;
+  /** The embedded store's keys file (in a temp dir of its own). */
+  keysFile: string;
   logged: unknown[][];
   close(): Promise<void>;
 }
 
-/** Boots the real app on an ephemeral loopback port, with a scripted engine unless one is given. */
+/**
+ * Boots the real app on an ephemeral loopback port, with a scripted engine unless one is given,
+ * an embedded store of its own, no prices and no limits unless given.
+ */
 export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise<TestServer> {
-  const keys = new KeyStore(join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), [TEST_KEY]);
   const logged: unknown[][] = [];
+  const log = { error: (...args: unknown[]) => void logged.push(args), warn: (...args: unknown[]) => void logged.push(args) };
+  const keysFile = join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json');
+  const store = overrides.store ?? createEmbeddedStore({ file: keysFile, cacheMaxEntries: 100, log });
+  const keys = new ApiKeys(store, [TEST_KEY]);
   const app = createApp({
     engine: createScriptedEngine(echoScript),
     tasks: new TaskRegistry([]),
@@ -29,9 +40,12 @@ export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise
       fetch: { maxBytes: 1024 * 1024, timeoutMs: 2000, maxRedirects: 3, allowLoopback: true },
     },
     keys,
+    store,
+    quota: { prices: { prompt: 0, completion: 0 }, defaults: { rpm: null, tpm: null } },
+    cache: { scope: 'key', ttlSeconds: 60 },
     bodyLimitBytes: 1024 * 1024,
     validateResponses: true,
-    log: { error: (...args: unknown[]) => void logged.push(args), warn: (...args: unknown[]) => void logged.push(args) },
+    log,
     ...overrides,
   });
   const server = app.listen(0, '127.0.0.1');
@@ -40,6 +54,8 @@ export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     keys,
+    store,
+    keysFile,
     logged,
     close: () =>
       new Promise<void>((resolve) => {

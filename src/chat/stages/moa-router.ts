@@ -1,5 +1,5 @@
 import type { EngineMessage } from '../../engines/engine.ts';
-import { type Attachment, type AttachmentKind, type AttachmentLimits, resolveAttachments } from '../../inputs/attachments.ts';
+import type { Attachment, AttachmentKind } from '../../inputs/attachments.ts';
 import type { TaskRegistry } from '../../tasks/registry.ts';
 import type { PrecontextEntry, TaskName, TaskInput } from '../../tasks/task.ts';
 import { lastUserText } from '../normalize-request.ts';
@@ -15,7 +15,6 @@ const TASKS_FOR: Record<AttachmentKind, TaskName[]> = {
 
 export interface MoaDeps {
   tasks: TaskRegistry;
-  attachmentLimits: AttachmentLimits;
 }
 
 /**
@@ -26,7 +25,7 @@ export interface MoaDeps {
 export function moaRouter(deps: MoaDeps): Stage {
   return async function moaRouter(ctx, next) {
     if (ctx.flags.bypassMoa) return next(ctx);
-    const attachments = await resolveAttachments(ctx.body.messages, deps.attachmentLimits);
+    const attachments = await ctx.attachments();
     if (attachments.length === 0) return next(ctx);
     const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal };
     const routed = await routeAttachments(attachments, ctx.generation.messages, input, deps.tasks);

@@ -1,7 +1,6 @@
 import type { ChatCompletionRequest } from '../../contract/wire-types.ts';
 import type { GenerationEvent } from '../../engines/engine.ts';
 import { invalidRequest } from '../../errors/service-error.ts';
-import { type AttachmentLimits, resolveAttachments } from '../../inputs/attachments.ts';
 import type { TaskRegistry } from '../../tasks/registry.ts';
 import { lastUserText } from '../normalize-request.ts';
 import type { Stage } from '../pipeline.ts';
@@ -11,7 +10,6 @@ const ANNOTATIONS = new Set(['title', 'description', '$schema', '$id', 'type', '
 
 export interface TaskModeDeps {
   tasks: TaskRegistry;
-  attachmentLimits: AttachmentLimits;
 }
 
 /**
@@ -25,7 +23,7 @@ export function taskMode(deps: TaskModeDeps): Stage {
     if (name === undefined) return next(ctx);
     const task = deps.tasks.get(name);
     if (task.name !== 'scraper') checkOpenFormat(ctx.body);
-    const attachments = await resolveAttachments(ctx.body.messages, deps.attachmentLimits);
+    const attachments = await ctx.attachments();
     const entry = await task.run({
       attachments, text: lastUserText(ctx.body.messages), instructions: ctx.directives.instructions,
       output: ctx.generation.output, signal: ctx.signal,

@@ -78,6 +78,8 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         onTextChunk: onText,
         onToken: (tokens) => void (completionTokens += tokens.length),
       });
+      // Stopped because the client left: not an answer that ended, so it must not end like one.
+      if (result.metadata.stopReason === 'abort' || request.signal.aborted) throw request.signal.reason ?? new Error('aborted');
       const finishReason: FinishReason = result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
       return { text: result.response, finishReason, usage: { promptTokens: promptTokens(history), completionTokens } };
     } finally {

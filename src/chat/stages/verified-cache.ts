@@ -1,0 +1,61 @@
+import { type CacheScope, cacheKeyOf } from '../../cache/cache-key.ts';
+import type { GenerationEvent } from '../../engines/engine.ts';
+import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
+import { problemWith } from '../../engines/verified-output.ts';
+import type { Store } from '../../store/store.ts';
+import type { PrecontextEntry } from '../../tasks/task.ts';
+import type { Completion, Stage } from '../pipeline.ts';
+import type { RequestContext } from '../request-context.ts';
+
+export interface CacheOptions {
+  scope: CacheScope;
+  ttlSeconds: number;
+}
+
+/** What the cache keeps of an answer: the answer itself and its precontext, as first generated. */
+interface CachedAnswer {
+  folded: FoldedGeneration;
+  precontext: PrecontextEntry[];
+}
+
+/**
+ * The verified cache. A hit answers at once with the stored answer (its usage as first generated;
+ * `vcache: true`). A miss lets the later stages answer, and stores the answer when it ends verified:
+ * a normal end (`stop` or `tool_calls`, never `length` or an error), structured output valid
+ * against its schema, tool arguments valid against their parameters. `x-service-bypass-cache`
+ * neither reads nor writes; `x-service-zdr` may read what others stored, and never writes.
+ */
+export function verifiedCache(store: Store, options: CacheOptions): Stage {
+  return async function verifiedCache(ctx, next) {
+    if (ctx.flags.bypassCache) return next(ctx);
+    const key = await cacheKeyOf(ctx, options.scope);
+    const hit = await store.cacheGet(key);
+    if (hit !== undefined) {
+      const { folded, precontext } = JSON.parse(hit) as CachedAnswer;
+      return { events: replayEvents(folded), precontext, cached: true };
+    }
+    const answer = await next(ctx);
+    if (ctx.flags.zdr) return answer;
+    return { ...answer, events: storeWhenVerified(answer, ctx, (value) => store.cacheSet(key, value, options.ttlSeconds)) };
+  };
+}
+
+/** Passes the events on; at `done`, before passing it, stores the whole answer if it verifies. */
+async function* storeWhenVerified(answer: Completion, ctx: RequestContext, save: (value: string) => Promise<void>): AsyncGenerator<GenerationEvent> {
+  const fold = new EventFold();
+  for await (const event of answer.events) {
+    const folded = fold.add(event);
+    if (folded && verified(folded, ctx)) {
+      const value: CachedAnswer = { folded, precontext: answer.precontext };
+      // The answer is whole at `done`; a store that fails costs the cache entry, never the answer.
+      save(JSON.stringify(value)).catch((err: unknown) => ctx.log.warn(`[${ctx.requestId}] cache store failed: ${(err as Error).message}`));
+    }
+    yield event;
+  }
+}
+
+function verified(folded: FoldedGeneration, ctx: RequestContext): boolean {
+  if (ctx.signal.aborted) return false; // an answer cut short by the client's leaving is not whole
+  if (folded.finishReason !== 'stop' && folded.finishReason !== 'tool_calls') return false;
+  return problemWith(folded, ctx.generation) === '';
+}

@@ -1,0 +1,22 @@
+// Picks the backend: Redis when a URL is configured (several instances share one state),
+// otherwise the embedded one (one machine, nothing to install).
+import { createEmbeddedStore } from './embedded-store.ts';
+import { createRedisStore } from './redis-store.ts';
+import type { Store } from './store.ts';
+
+export interface CreateStoreOptions {
+  /** REDIS_URL; empty or absent selects the embedded backend. */
+  redisUrl?: string;
+  /** The keys file of the embedded backend. */
+  keysFile: string;
+  /** The embedded cache's bound (Redis bounds its own memory: maxmemory). */
+  cacheMaxEntries: number;
+  keyPrefix?: string;
+  log?: Pick<Console, 'warn'>;
+}
+
+export function createStore(options: CreateStoreOptions): Store {
+  const { redisUrl, keysFile, cacheMaxEntries, keyPrefix, log } = options;
+  if (redisUrl) return createRedisStore({ url: redisUrl, keyPrefix, log });
+  return createEmbeddedStore({ file: keysFile, cacheMaxEntries, log });
+}

@@ -1,0 +1,148 @@
+// The single-machine backend, nothing to install: keys, balances and per-key limits in the keys
+// file (shared with the CLI through SharedKeysFile), rate counters and cache entries in this
+// process's memory (a restart forgets them, which only ever errs towards admitting).
+import { stat } from 'node:fs/promises';
+import { checkAmount, checkCredits, checkLimit, checkRate, checkRecord, checkTtl } from './arguments.ts';
+import { DuplicateKeyError } from './errors.ts';
+import type { FileLockOptions } from './file-lock.ts';
+import { toRecord, type KeyEntry } from './keys-file.ts';
+import { TtlLruCache } from './lru-cache.ts';
+import { RateCounters } from './rate-counters.ts';
+import { SharedKeysFile } from './shared-keys-file.ts';
+import type { Store } from './store.ts';
+
+type Reservation = Awaited<ReturnType<Store['reserveCredits']>>;
+
+export interface EmbeddedStoreOptions {
+  /** The keys file (config.keysFile), the one the key store and the CLI use. */
+  file: string;
+  /** The cache's bound; 0 caches nothing. */
+  cacheMaxEntries: number;
+  /** Where a keys file that cannot be read as keys, or a broken lock, is reported. */
+  log?: Pick<Console, 'warn'>;
+  /** The cache's clock (tests pass a fake one); rate limits take the caller's clock per call. */
+  now?: () => number;
+  lock?: Omit<FileLockOptions, 'log'>;
+}
+
+export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
+  const { file, cacheMaxEntries, log = console, now = Date.now } = options;
+  const keys = new SharedKeysFile(file, log, options.lock);
+  const counters = new RateCounters();
+  const cache = new TtlLruCache(cacheMaxEntries, now);
+  const byId = (entries: readonly KeyEntry[], id: string) => entries.find((e) => e.id === id);
+
+  return {
+    description: `embedded (keys in ${file}; rate counters and cache in memory)`,
+
+    async createKey(record) {
+      checkRecord(record);
+      await keys.update((entries) => {
+        if (byId(entries, record.id)) throw new DuplicateKeyError(`a key with the id ${record.id} exists`);
+        if (entries.some((e) => e.hash === record.hash)) throw new DuplicateKeyError('a key with that hash exists');
+        entries.push({ ...toRecord(record), credits: null });
+        return { write: true, result: undefined };
+      });
+    },
+
+    async keyByHash(hash) {
+      const entry = keys.current().find((e) => e.hash === hash);
+      return entry && toRecord(entry);
+    },
+
+    async listKeys() {
+      return keys.current().map(toRecord);
+    },
+
+    revokeKey(id, at) {
+      return keys.update((entries) => {
+        const entry = byId(entries, id);
+        if (!entry || entry.revokedAt !== null) return { write: false, result: false };
+        entry.revokedAt = at;
+        return { write: true, result: true };
+      });
+    },
+
+    async setKeyLimits(id, limits) {
+      const given = (['rpm', 'tpm'] as const).filter((field) => limits[field] !== undefined);
+      for (const field of given) checkLimit(limits[field], field);
+      return keys.update((entries) => {
+        const entry = byId(entries, id);
+        if (!entry) return { write: false, result: false };
+        for (const field of given) entry[field] = limits[field] ?? null;
+        return { write: given.length > 0, result: true };
+      });
+    },
+
+    async setCredits(id, credits) {
+      if (credits !== null) checkCredits(credits, 'credits');
+      return keys.update((entries) => {
+        const entry = byId(entries, id);
+        if (!entry) return { write: false, result: false };
+        entry.credits = credits;
+        return { write: true, result: true };
+      });
+    },
+
+    async addCredits(id, amount) {
+      checkCredits(amount, 'amount');
+      return keys.update((entries) => {
+        const entry = byId(entries, id);
+        if (!entry || entry.credits === null) return { write: false, result: undefined };
+        const balance = entry.credits + amount;
+        checkCredits(balance, 'the resulting balance');
+        entry.credits = balance;
+        return { write: true, result: balance };
+      });
+    },
+
+    async credits(id) {
+      return byId(keys.current(), id)?.credits;
+    },
+
+    async reserveCredits(id, amount) {
+      checkAmount(amount, 'amount');
+      // Unlimited keys take nothing, so they need no lock and no write: the common case stays a
+      // memory read, and keeps working while the file is being fixed by hand.
+      if (byId(keys.current(), id)?.credits === null) return { ok: true };
+      return keys.update<Reservation>((entries) => {
+        const entry = byId(entries, id);
+        // No such key has nothing to spend (the interface has no third answer).
+        if (!entry) return { write: false, result: { ok: false, balance: 0 } };
+        if (entry.credits === null) return { write: false, result: { ok: true } };
+        if (entry.credits < amount) return { write: false, result: { ok: false, balance: entry.credits } };
+        entry.credits -= amount;
+        return { write: amount > 0, result: { ok: true } };
+      });
+    },
+
+    async rateLimit(counter, limitPerMinute, cost, nowMs) {
+      checkRate(limitPerMinute, cost, nowMs);
+      return counters.take(counter, limitPerMinute, cost, nowMs);
+    },
+
+    async chargeRate(counter, limitPerMinute, cost, nowMs) {
+      checkRate(limitPerMinute, cost, nowMs);
+      counters.charge(counter, limitPerMinute, cost, nowMs);
+    },
+
+    async cacheGet(key) {
+      return cache.get(key);
+    },
+
+    async cacheSet(key, value, ttlSeconds) {
+      checkTtl(ttlSeconds);
+      cache.set(key, value, ttlSeconds * 1000);
+    },
+
+    async ping() {
+      // Readiness: the file can be reached (a missing one is fine: no keys yet).
+      await stat(file).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+    },
+
+    async close() {},
+  } satisfies Store;
+}
+
