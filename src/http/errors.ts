@@ -1,4 +1,4 @@
-import type { ErrorRequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, Response } from 'express';
 import { internalError, invalidRequest, notFound, ServiceError, storeUnavailable } from '../errors/service-error.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 
@@ -66,12 +66,24 @@ export function sendError(res: Response, error: ServiceError): void {
 
 type Logger = Pick<Console, 'error'>;
 
+/**
+ * Logs a 500 under its request id. The cause (which may quote the request or the answer) is left
+ * out for a request that asked for zero data retention: its log line is metadata only.
+ */
+export function logFailure(log: Logger, req: Request, error: ServiceError, cause: unknown, when = ''): void {
+  if (error.status !== 500) return;
+  const requestId = String(req.res?.getHeader('x-request-id') ?? 'unknown');
+  const line = `[${requestId}] ${req.method} ${req.originalUrl} failed${when}:`;
+  if (String(req.headers['x-service-zdr']).toLowerCase() === 'true') log.error(line, `${error.code} (zero data retention: no detail kept)`);
+  else log.error(line, cause);
+}
+
 /** Express's last middleware: maps, logs 500s with their request id, answers. */
 export function createErrorHandler(log: Logger): ErrorRequestHandler {
   return function errorHandler(err, req, res, _next) {
     const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
     const error = toServiceError(err, requestId, `${req.method} ${req.path}`);
-    if (error.status === 500) log.error(`[${requestId}] ${req.method} ${req.originalUrl} failed:`, err);
+    logFailure(log, req, error, err);
     if (res.headersSent) {
       res.end();
       return;

@@ -1,5 +1,5 @@
 import type { Request, Response } from 'express';
-import { toServiceError } from './errors.ts';
+import { logFailure, toServiceError } from './errors.ts';
 
 type Logger = Pick<Console, 'error'>;
 
@@ -45,7 +45,7 @@ export async function writeEventStream(
     if (!signal.aborted) {
       const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
       const error = toServiceError(err, requestId);
-      if (error.status === 500) log.error(`[${requestId}] ${req.method} ${req.originalUrl} failed mid-stream:`, err);
+      logFailure(log, req, error, err, ' mid-stream');
       send(JSON.stringify(error.toEnvelope()));
     }
   } finally {
