@@ -256,7 +256,7 @@ export interface components {
             reasoning?: string;
             /** @description Raw outputs of the internal tasks the service ran for this request; empty when none ran. */
             precontext: components["schemas"]["PrecontextEntry"][];
-            /** @description `true` when the response was served from the verified cache. */
+            /** @description `true` when the response was served from the verified cache (see the `x-service-bypass-cache` header): the content and `usage` are those first generated, and no credits were spent. */
             vcache: boolean;
         };
         /** @description Unique completion id, unique across processes (time in microseconds, a process part and a counter). */
@@ -595,7 +595,12 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The account has insufficient credits. */
+        /**
+         * @description The key's credit balance cannot cover the request. Before any work, the most the request
+         *     can cost (its prompt and its max tokens, priced per 1,000 tokens) is reserved from the
+         *     balance; when the answer ends, the real cost is taken and the rest given back. Send a
+         *     smaller `max_tokens` to reserve less. A key without a balance is unlimited.
+         */
         InsufficientQuota: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -633,11 +638,22 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The rate limit is exceeded; retry with exponential backoff after `Retry-After` seconds. */
+        /**
+         * @description The key's requests or tokens per minute are used up (code `rate_limit_exceeded`); retry
+         *     after `Retry-After` seconds, when the request would be admitted. Limits are per key, over
+         *     a sliding minute (GCRA); a request's prompt counts against the tokens when it is
+         *     admitted and its answer's tokens once generated.
+         */
         RateLimited: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
                 "Retry-After": components["headers"]["RetryAfter"];
+                "x-ratelimit-limit-requests": components["headers"]["RateLimitLimitRequests"];
+                "x-ratelimit-remaining-requests": components["headers"]["RateLimitRemainingRequests"];
+                "x-ratelimit-reset-requests": components["headers"]["RateLimitResetRequests"];
+                "x-ratelimit-limit-tokens": components["headers"]["RateLimitLimitTokens"];
+                "x-ratelimit-remaining-tokens": components["headers"]["RateLimitRemainingTokens"];
+                "x-ratelimit-reset-tokens": components["headers"]["RateLimitResetTokens"];
                 [name: string]: unknown;
             };
             content: {
@@ -654,7 +670,14 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description A temporary capacity issue; retry with backoff after `Retry-After` seconds. Codes `queue_full` (the generation queue is full), `upstream_unavailable` (the upstream model is down, overloaded or timed out), `task_timeout` (reading an attachment took longer than the server's task deadline, 120 s by default, and was stopped). */
+        /**
+         * @description A temporary capacity issue; retry with backoff after `Retry-After` seconds. Codes
+         *     `queue_full` (the generation queue is full), `store_unavailable` (the shared store of
+         *     keys, balances and limits cannot be reached: nothing is answered as if a key were
+         *     invalid or out of credits), `upstream_unavailable` (the upstream model is down,
+         *     overloaded or timed out), `task_timeout` (reading an attachment took longer than the
+         *     server's task deadline, 120 s by default, and was stopped).
+         */
         ServiceUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -670,11 +693,24 @@ export interface components {
         /** @description With `true` and streaming, the precontext is emitted inline in one chunk at the start of the stream. */
         ShowAdditionalInfo: boolean;
         /**
-         * @description `true` requests zero data retention: nothing of the request or response is stored, and
-         *     the verified cache is neither read nor written.
+         * @description `true` requests zero data retention: the request and its answer are written nowhere — not
+         *     to the verified cache (the request may be answered from an entry other requests stored,
+         *     and never stores one), not to the logs (metadata only: ids, status, timings, token
+         *     counts), not to disk (no temporary file of an attachment is left behind).
          */
         ZeroDataRetention: boolean;
-        /** @description `true` skips the verified cache and runs the request fresh. */
+        /**
+         * @description `true` skips the verified cache: the request is neither answered from it nor stored in
+         *     it. The cache matches requests exactly, on the SHA-256 of their canonical form: the
+         *     messages (attachments by the SHA-256 of their bytes), `response_format`, `tools`,
+         *     `tool_choice`, `parallel_tool_calls`, `temperature`, `top_p`, `seed`, `stop`, the max
+         *     tokens, `reasoning_effort`, and whether the MoA layer runs (directives are part of the
+         *     system message); scoped to the caller's key unless the deployment shares it. Only
+         *     verified answers are stored: a normal end (`finish_reason` `stop` or `tool_calls`), JSON
+         *     valid against its schema, tool arguments valid against their parameters. A hit answers
+         *     with `vcache: true`, a fresh `id` and `created`, the stored content and the `usage` as
+         *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
+         */
         BypassCache: boolean;
         /** @description `true` bypasses the MoA layer (internal tasks on attachments) and runs only the raw model layer. */
         BypassMoa: boolean;
@@ -685,6 +721,18 @@ export interface components {
         RequestId: string;
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
+        /** @description The key's requests per minute. */
+        RateLimitLimitRequests: number;
+        /** @description Requests the key may still use now, after this request. */
+        RateLimitRemainingRequests: number;
+        /** @description How long until the key's requests allowance is whole again, e.g. `1s`, `6m0s`, `250ms`. */
+        RateLimitResetRequests: string;
+        /** @description The key's tokens per minute. */
+        RateLimitLimitTokens: number;
+        /** @description Tokens the key may still use now, after this request. */
+        RateLimitRemainingTokens: number;
+        /** @description How long until the key's tokens allowance is whole again, e.g. `1s`, `6m0s`, `250ms`. */
+        RateLimitResetTokens: string;
         /** @description The authentication scheme expected, `Bearer`. */
         WwwAuthenticate: string;
     };
@@ -699,11 +747,24 @@ export interface operations {
                 /** @description With `true` and streaming, the precontext is emitted inline in one chunk at the start of the stream. */
                 "x-show-additional-info"?: components["parameters"]["ShowAdditionalInfo"];
                 /**
-                 * @description `true` requests zero data retention: nothing of the request or response is stored, and
-                 *     the verified cache is neither read nor written.
+                 * @description `true` requests zero data retention: the request and its answer are written nowhere — not
+                 *     to the verified cache (the request may be answered from an entry other requests stored,
+                 *     and never stores one), not to the logs (metadata only: ids, status, timings, token
+                 *     counts), not to disk (no temporary file of an attachment is left behind).
                  */
                 "x-service-zdr"?: components["parameters"]["ZeroDataRetention"];
-                /** @description `true` skips the verified cache and runs the request fresh. */
+                /**
+                 * @description `true` skips the verified cache: the request is neither answered from it nor stored in
+                 *     it. The cache matches requests exactly, on the SHA-256 of their canonical form: the
+                 *     messages (attachments by the SHA-256 of their bytes), `response_format`, `tools`,
+                 *     `tool_choice`, `parallel_tool_calls`, `temperature`, `top_p`, `seed`, `stop`, the max
+                 *     tokens, `reasoning_effort`, and whether the MoA layer runs (directives are part of the
+                 *     system message); scoped to the caller's key unless the deployment shares it. Only
+                 *     verified answers are stored: a normal end (`finish_reason` `stop` or `tool_calls`), JSON
+                 *     valid against its schema, tool arguments valid against their parameters. A hit answers
+                 *     with `vcache: true`, a fresh `id` and `created`, the stored content and the `usage` as
+                 *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
+                 */
                 "x-service-bypass-cache"?: components["parameters"]["BypassCache"];
                 /** @description `true` bypasses the MoA layer (internal tasks on attachments) and runs only the raw model layer. */
                 "x-service-bypass-moa"?: components["parameters"]["BypassMoa"];
@@ -719,11 +780,18 @@ export interface operations {
         responses: {
             /**
              * @description The completion: a JSON document when `stream` is not true, or a server-sent event
-             *     stream when it is. Every response carries `x-request-id`.
+             *     stream when it is. Every response carries `x-request-id`; every answer for a key with
+             *     rate limits carries the `x-ratelimit-*` headers of each limit it has.
              */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
+                    "x-ratelimit-limit-requests": components["headers"]["RateLimitLimitRequests"];
+                    "x-ratelimit-remaining-requests": components["headers"]["RateLimitRemainingRequests"];
+                    "x-ratelimit-reset-requests": components["headers"]["RateLimitResetRequests"];
+                    "x-ratelimit-limit-tokens": components["headers"]["RateLimitLimitTokens"];
+                    "x-ratelimit-remaining-tokens": components["headers"]["RateLimitRemainingTokens"];
+                    "x-ratelimit-reset-tokens": components["headers"]["RateLimitResetTokens"];
                     [name: string]: unknown;
                 };
                 content: {
