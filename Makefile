@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile accuracy
+.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -125,6 +125,10 @@ bench: setup
 # The event loop's delay while hostile inputs are served, one case per process (README).
 bench-hostile: setup
 	$(NODE) bench/hostile.bench.ts --out bench/results/hostile.json
+
+# The account layer's cost: cache hits vs bare node:http, the quota stage; embedded and Redis (README).
+bench-account: setup
+	scripts/with-redis.sh $(REDIS_TEST_PORT) $(NODE) bench/account.bench.ts
 
 # Accuracy of the tasks on the project's own fixtures (README).
 accuracy: setup

@@ -1,4 +1,4 @@
-import { type CacheScope, cacheKeyOf } from '../../cache/cache-key.ts';
+import { type CacheScope, cacheKeyOf } from '../cache-key.ts';
 import type { GenerationEvent } from '../../engines/engine.ts';
 import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
 import { problemWith } from '../../engines/verified-output.ts';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RequestContext } from '../chat/request-context.ts';
+import type { RequestContext } from './request-context.ts';
 import type { ContentPart, Message } from '../contract/wire-types.ts';
 
 export type CacheScope = 'key' | 'global';
