@@ -29,6 +29,8 @@ def map_case(context, case):
     if meta is None or meta.generation.mode != GenerationMode.POSITIVE:
         return case
     body = case.body
+    if body.get("stream") is not True:
+        body.pop("stream_options", None)  # allowed with stream: true only (a 400 otherwise)
     tools = _unique_tools(body)
     _fit_tool_choice(body, tools)
     if isinstance(body.get("messages"), list):

@@ -100,13 +100,17 @@ export interface components {
          * @enum {string}
          */
         ReasoningEffort: "low" | "medium" | "high";
-        /** @description Options for a streamed response. */
+        /**
+         * @description Options for a streamed response, allowed only with `stream: true`: sent with a request
+         *     that does not stream, they are refused with 400 (param `stream_options`), as OpenAI and
+         *     vLLM answer. `null`, here or in `include_usage`, means the same as leaving it out.
+         */
         StreamOptions: {
             /**
              * @description With `true`, one last chunk before `[DONE]` carries the `usage` of the whole completion, with empty `choices`.
              * @default false
              */
-            include_usage?: boolean;
+            include_usage?: boolean | null;
         } | null;
         /**
          * @description One turn of the conversation. `developer` is accepted as another spelling of `system`.

@@ -300,3 +300,24 @@ describe('review findings: keys file, tool call ids', () => {
     }
   });
 });
+
+describe('stream_options (issue 9, finding 6)', () => {
+  let server: TestServer;
+  before(async () => (server = await startTestServer()));
+  after(() => server.close());
+
+  it('are refused without stream: true, naming the field, as OpenAI and vLLM answer', async () => {
+    for (const stream of [false, undefined]) {
+      const error = await expectError(await postCompletion(server.baseUrl, { ...hello, stream, stream_options: { include_usage: true } }),
+        400, 'invalid_request_error', 'invalid_request');
+      assert.match(error.message, /stream_options/);
+    }
+  });
+
+  it('take null as absent, in the object and in include_usage', async () => {
+    assert.equal((await postCompletion(server.baseUrl, { ...hello, stream_options: null })).status, 200);
+    const res = await postCompletion(server.baseUrl, { ...hello, stream: true, stream_options: { include_usage: null } });
+    assert.equal(res.status, 200);
+    assert.doesNotMatch(await res.text(), /"usage":\{/);
+  });
+});

@@ -8,6 +8,9 @@ import { compileSchema } from '../engines/json-schema.ts';
  * `null` in an optional field means the same as leaving it out.
  */
 export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSignal): GenerationRequest {
+  if (body.stream_options != null && body.stream !== true) {
+    throw invalidRequest('stream_options is only allowed when stream is true', 'invalid_request', 'stream_options');
+  }
   const tools = body.tools ?? [];
   checkToolNames(tools);
   const messages = body.messages.map(toEngineMessage);
