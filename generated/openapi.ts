@@ -30,10 +30,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the models
+         * @description A compatibility extension (the specification defines only chat completions): the one
+         *     supported model under both of its spellings, in the list shape OpenAI-compatible clients
+         *     read. Authenticated like every operation.
+         */
+        get: operations["listModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description The models this deployment serves. */
+        ModelList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["Model"][];
+        };
+        Model: {
+            id: components["schemas"]["ModelId"];
+            /** @constant */
+            object: "model";
+            /** @description Unix time, in seconds, of the deployment's start. */
+            created: number;
+            owned_by: string;
+        };
         /**
          * @description The single supported model; `service` and `service-beta` are two spellings of it. A response echoes the spelling sent.
          * @enum {string}
@@ -811,6 +847,29 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
         };
     };
 }

@@ -321,3 +321,17 @@ describe('stream_options (issue 9, finding 6)', () => {
     assert.doesNotMatch(await res.text(), /"usage":\{/);
   });
 });
+
+describe('GET /v1/models (issue 9, finding 8)', () => {
+  let server: TestServer;
+  before(async () => (server = await startTestServer()));
+  after(() => server.close());
+
+  it('lists both spellings of the model to the official SDK, and asks for a key like every operation', async () => {
+    const client = new OpenAI({ baseURL: server.baseUrl, apiKey: TEST_KEY, maxRetries: 0 });
+    const ids = [];
+    for await (const model of client.models.list()) ids.push([model.id, model.object, model.owned_by]);
+    assert.deepEqual(ids, [['service', 'model', 'service'], ['service-beta', 'model', 'service']]);
+    await expectError(await fetch(`${server.baseUrl}/models`), 401, 'authentication_error', 'invalid_api_key');
+  });
+});

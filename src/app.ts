@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { createChatCompletionHandler } from './api/create-chat-completion.ts';
+import { createListModelsHandler } from './api/list-models.ts';
 import { createCompletionPipeline } from './chat/create-pipeline.ts';
 import type { Logger } from './chat/request-context.ts';
 import { newCompletionId } from './chat/completion-id.ts';
@@ -62,6 +63,7 @@ export function createApp(deps: AppDeps): Express {
       log,
     }),
   );
+  app.get(`${BASE_PATH}/models`, createListModelsHandler());
   app.use((req, _res, next) => next(notFound(`Unknown URL: ${req.method} ${req.path}`)));
   app.use(createErrorHandler(log));
   return app;

@@ -17,6 +17,7 @@ export type FinishReason = Schemas['FinishReason'];
 export type Usage = Schemas['Usage'];
 export type PrecontextEntry = Schemas['PrecontextEntry'];
 export type ModelId = Schemas['ModelId'];
+export type ModelList = Schemas['ModelList'];
 export type ReasoningEffort = Schemas['ReasoningEffort'];
 export type ErrorEnvelope = Schemas['ErrorEnvelope'];
 export type ErrorType = Schemas['ErrorType'];
