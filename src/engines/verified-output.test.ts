@@ -75,4 +75,40 @@ describe('withVerifiedOutput', () => {
     assert.equal(folded.toolCalls[0]?.function.arguments, '{"city":"Paris"}');
     assert.equal(attempts, 2);
   });
+
+  it('keeps finish_reason length for a tool call cut at max_tokens (it is not a complete call)', async () => {
+    const engine: Engine = {
+      description: 'cut tool call',
+      async *generate() {
+        yield { type: 'tool_call', index: 0, id: 'c', name: 'get_weather', arguments: '{"city":"Par' };
+        yield { type: 'done', finishReason: 'length', usage: { promptTokens: 1, completionTokens: 5 } };
+      },
+    };
+    const request = normalizeRequest({
+      model: 'service', messages: [{ role: 'user', content: 'x' }], max_tokens: 5, tool_choice: 'required',
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }],
+    } as never, new AbortController().signal);
+    const folded = await foldEvents(withVerifiedOutput(engine).generate(request));
+    assert.equal(folded.finishReason, 'length');
+  });
+
+  it('gives a second attempt only what the first left of max_tokens, and bills both within it', async () => {
+    const budgets: (number | undefined)[] = [];
+    const engine: Engine = {
+      description: 'not JSON, then JSON',
+      async *generate(request) {
+        budgets.push(request.maxTokens);
+        yield { type: 'content', text: budgets.length === 1 ? 'nope' : '{"a":1}' };
+        yield { type: 'done', finishReason: 'stop', usage: { promptTokens: 2, completionTokens: 3 } };
+      },
+    };
+    const request = { ...jsonRequest(), maxTokens: 8 };
+    const folded = await foldEvents(withVerifiedOutput(engine).generate(request));
+    assert.deepEqual(budgets, [8, 5]);
+    assert.equal(folded.usage.completionTokens, 6);
+    budgets.length = 0;
+    await assert.rejects(foldEvents(withVerifiedOutput(engine).generate({ ...jsonRequest(), maxTokens: 3 })),
+      (e: unknown) => e instanceof ServiceError && /left no room/.test(e.message));
+    assert.deepEqual(budgets, [3]);
+  });
 });

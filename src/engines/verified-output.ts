@@ -22,16 +22,25 @@ export function withVerifiedOutput(engine: Engine): Engine {
   };
 }
 
+/**
+ * Every attempt is billed, so together they stay within `max_tokens`: a second attempt gets what
+ * the first one left. An answer cut at the budget keeps `finish_reason: length`, tool call or not.
+ */
 async function* verified(engine: Engine, request: GenerationRequest): AsyncGenerator<GenerationEvent> {
   const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
   let problem = '';
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-    const folded = await foldEvents(engine.generate(request));
+    const left = request.maxTokens === undefined ? undefined : request.maxTokens - usage.completionTokens;
+    if (left !== undefined && left <= 0) {
+      problem += `; max_tokens ${request.maxTokens} left no room for another attempt`;
+      break;
+    }
+    const folded = await foldEvents(engine.generate({ ...request, ...(left !== undefined ? { maxTokens: left } : {}) }));
     usage.promptTokens += folded.usage.promptTokens;
     usage.completionTokens += folded.usage.completionTokens;
     problem = problemWith(folded, request);
     if (problem === '' || folded.finishReason === 'length') {
-      const finishReason = folded.toolCalls.length ? 'tool_calls' : folded.finishReason;
+      const finishReason = folded.finishReason !== 'length' && folded.toolCalls.length ? 'tool_calls' : folded.finishReason;
       yield* replayEvents({ ...folded, finishReason, usage });
       return;
     }

@@ -4,6 +4,7 @@ import { loadConfig } from '../../config.ts';
 import { hello, startTestServer, TEST_KEY, type TestServer } from '../../testing/test-server.ts';
 import { createEngine } from '../create-engine.ts';
 import type { Engine } from '../engine.ts';
+import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
 import { countingEngine } from '../../testing/counting-engine.ts';
 
 const MAX_TOKENS = 600;
@@ -56,4 +57,41 @@ describe('the local engine when the client leaves', { timeout: 300_000 }, () => 
       assert.equal(next.status, 200);
     });
   }
+});
+
+// The embedded model under a tight max_tokens: what is billed never passes what was allowed.
+describe('the local engine within max_tokens', { timeout: 300_000 }, () => {
+  let engine: Engine;
+  let server: TestServer;
+  before(async () => {
+    engine = await createEngine(loadConfig({ PARALLEL: '1' }));
+    server = await startTestServer({ engine });
+  });
+  after(async () => {
+    await server.close();
+    await engine.close?.();
+  });
+
+  const complete = async (body: object) => {
+    const res = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: 'POST', body: JSON.stringify({ ...hello, temperature: 0, ...body }),
+      headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+    });
+    assert.equal(res.status, 200);
+    return (await res.json()) as ChatCompletionResponse;
+  };
+  const weather = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] } } }];
+
+  it('reports a tool call cut at max_tokens as length, and bills no more than max_tokens', async () => {
+    for (const max of [1, 6]) {
+      const answer = await complete({ max_tokens: max, tool_choice: 'required', tools: weather, messages: [{ role: 'user', content: 'Weather in Paris for the next 5 days?' }] });
+      assert.equal(answer.choices[0]?.finish_reason, 'length', JSON.stringify(answer.choices[0]));
+      assert.ok(answer.usage.completion_tokens <= max, `${answer.usage.completion_tokens} tokens billed for max_tokens ${max}`);
+    }
+  });
+
+  it('bounds reasoning and answer together by max_tokens', async () => {
+    const answer = await complete({ max_tokens: 12, reasoning_effort: 'low', messages: [{ role: 'user', content: 'Explain why the sky is blue.' }] });
+    assert.ok(answer.usage.completion_tokens <= 12, `${answer.usage.completion_tokens} tokens billed for max_tokens 12`);
+  });
 });

@@ -123,7 +123,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
 
   /** Which tool to call, if any: a short answer constrained to the tool names. */
   async function chooseTool(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
-    usage: TokenUsage): Promise<EngineTool | undefined> {
+    usage: TokenUsage, maxTokens: number): Promise<EngineTool | undefined> {
     const { tools, toolChoice } = request;
     if (tools.length === 0 || toolChoice === 'none') return undefined;
     if (typeof toolChoice === 'object') return tools.find((t) => t.name === toolChoice.name);
@@ -135,7 +135,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         : 'If one of them is needed to answer the last message, name it; otherwise say "none". Reply as JSON {"tool": NAME}.');
     const grammar = await grammarFor({ type: 'object', properties: { tool: { enum: choices } }, required: ['tool'] });
     const decision = await runPass(sequence, withInstruction(history, instruction), request,
-      { maxTokens: DECISION_MAX_TOKENS, grammar }, () => {});
+      { maxTokens: Math.min(DECISION_MAX_TOKENS, maxTokens), grammar }, () => {});
     add(usage, decision.usage);
     const chosen = parseToolName(decision.text);
     return tools.find((t) => t.name === chosen) ?? (toolChoice === 'required' ? tools[0] : undefined);
@@ -155,26 +155,36 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
       try {
         const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
         let history = toChatHistory(request.messages);
-        let budget = answerBudget(history, request);
+        // max_tokens bounds every pass together — reasoning, tool decision, answer — as
+        // max_completion_tokens does elsewhere: what is billed is what was allowed.
+        const limit = answerBudget(history, request);
+        const room = () => Math.min(limit - usage.completionTokens, options.contextSize - promptTokens(history));
+        const cut = { type: 'done', finishReason: 'length', usage } as const;
 
         if (request.reasoningEffort) {
           const thinking = withInstruction(history,
             'Think step by step about how to answer this. Write only your reasoning; do not give the final answer yet.');
-          const maxTokens = Math.min(THINKING_BUDGET[request.reasoningEffort], Math.floor(budget / 2));
+          const maxTokens = Math.min(THINKING_BUDGET[request.reasoningEffort], Math.floor(limit / 2));
           const trace = yield* streamPass(sequence, thinking, request, { maxTokens }, (text) => ({ type: 'reasoning', text }));
           add(usage, trace.usage);
           history = withInstruction(history, `Your reasoning so far:\n${trace.text.trim()}\n\nNow give only the final answer.`);
-          // max_tokens bounds reasoning and answer together, as max_completion_tokens does elsewhere
-          budget = Math.max(1, Math.min(answerBudget(history, request), budget - trace.usage.completionTokens));
         }
 
-        const tool = await chooseTool(sequence, history, request, usage);
+        if (room() <= 0) {
+          yield cut;
+          return;
+        }
+        const tool = await chooseTool(sequence, history, request, usage, room());
+        if (tool && room() <= 0) {
+          yield cut;
+          return;
+        }
         if (tool) {
           const instruction = `Call the tool ${tool.name}. Reply with only its arguments as JSON that matches this schema: ${JSON.stringify(tool.parameters.schema)}`;
           const id = `call_${crypto.randomUUID().replaceAll('-', '').slice(0, 24)}`;
           yield { type: 'tool_call', index: 0, id, name: tool.name, arguments: '' };
           const args = yield* streamPass(sequence, withInstruction(history, instruction), request,
-            { maxTokens: budget, grammar: await grammarFor(tool.parameters.schema) },
+            { maxTokens: room(), grammar: await grammarFor(tool.parameters.schema) },
             (text) => ({ type: 'tool_call', index: 0, arguments: text }));
           add(usage, args.usage);
           yield { type: 'done', finishReason: args.finishReason === 'length' ? 'length' : 'tool_calls', usage };
@@ -183,7 +193,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
 
         const grammar = request.output.kind === 'json' ? await grammarFor(request.output.schema.schema) : undefined;
         const answer = yield* streamPass(sequence, history, request,
-          { maxTokens: budget, ...(grammar ? { grammar } : {}), stop: request.stop },
+          { maxTokens: room(), ...(grammar ? { grammar } : {}), stop: request.stop },
           (text) => ({ type: 'content', text }));
         add(usage, answer.usage);
         yield { type: 'done', finishReason: answer.finishReason, usage };
