@@ -80,6 +80,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (env.ENGINE === 'upstream' && !env.UPSTREAM_BASE_URL) {
     throw new ConfigError('ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)');
   }
+  httpUrl(env, 'UPSTREAM_BASE_URL');
+  httpUrl(env, 'SEARXNG_URL');
   return {
     host: env.HOST ?? '127.0.0.1',
     port: integer(env, 'PORT', 8080, 0, 65535),
@@ -147,6 +149,19 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return value;
+}
+
+/** An http(s) URL when set: a typo here would otherwise surface as a 503 on every request. */
+function httpUrl(env: NodeJS.ProcessEnv, name: string): void {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
 }
 
 function optionalInteger(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | null {

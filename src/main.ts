@@ -20,9 +20,14 @@ async function start(): Promise<void> {
     bodyLimitBytes: config.bodyLimitBytes,
     validateResponses: config.validateResponses,
   });
-  const server = app.listen(config.port, config.host, () => {
-    console.log(`Chat completion service on http://${config.host}:${config.port}/v1\n  engine: ${engine.description}`);
+  const server = await new Promise<ReturnType<typeof app.listen>>((resolve, reject) => {
+    // Express 5 hands a failed listen (a port in use, an address not on this machine) to this callback.
+    const listening = app.listen(config.port, config.host, (err?: Error) => {
+      if (err) reject(new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${err.message}`));
+      else resolve(listening);
+    });
   });
+  console.log(`Chat completion service on http://${config.host}:${config.port}/v1\n  engine: ${engine.description}`);
 
   const shutdown = (signal: string) => {
     console.log(`${signal}: closing`);
@@ -43,6 +48,7 @@ export function quotaOptionsOf(config: Config): QuotaOptions {
 }
 
 start().catch((err: unknown) => {
+  // One clear line for a setting to fix; the whole error for anything else.
   console.error(err instanceof ConfigError ? `Configuration error: ${err.message}` : err);
   process.exit(err instanceof ConfigError ? 2 : 1);
 });

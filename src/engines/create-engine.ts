@@ -1,5 +1,6 @@
 import { withVerifiedOutput } from './verified-output.ts';
-import type { Config } from '../config.ts';
+import { existsSync } from 'node:fs';
+import { type Config, ConfigError } from '../config.ts';
 import type { Engine } from './engine.ts';
 import { createLocalEngine } from './local/local-engine.ts';
 import { withQueue } from './queued-engine.ts';
@@ -11,6 +12,9 @@ export async function createEngine(config: Config): Promise<Engine> {
     const { baseUrl, apiKey, model, timeoutMs, concurrency } = config.upstream;
     const upstream = createUpstreamEngine({ baseUrl: baseUrl!, ...(apiKey ? { apiKey } : {}), model, timeoutMs });
     return withQueue(withVerifiedOutput(upstream), { concurrency, maxWaiting: config.queueMaxWaiting });
+  }
+  if (!existsSync(config.local.modelPath)) {
+    throw new ConfigError(`MODEL_PATH: no model file at ${config.local.modelPath} (make setup installs the default one)`);
   }
   const local = await createLocalEngine(config.local);
   return withQueue(withVerifiedOutput(local), { concurrency: config.local.parallel, maxWaiting: config.queueMaxWaiting });
