@@ -114,4 +114,46 @@ describe('upstream engine', () => {
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(upstreamClosed, true);
   });
+
+  // An answer the upstream did not finish must never pass for a complete one (issue 9, finding 3).
+  const upstreamError = (e: unknown) => e instanceof ServiceError && e.status === 500 && e.code === 'upstream_error';
+
+  it('fails a stream that ends without a finish_reason or [DONE] with 500 upstream_error', async () => {
+    const upstream = await startFakeUpstream((_body, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify(delta({ role: 'assistant', content: 'The answer is' }))}\n\n`);
+    });
+    closers.push(upstream.close);
+    await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request())), (e: unknown) => upstreamError(e) && /before it was complete/.test((e as Error).message));
+  });
+
+  for (const [name, type, body] of [
+    ['an HTML page', 'text/html', '<html><body>Bad gateway</body></html>'],
+    ['half a JSON document', 'application/json', '{"id":"x","choices":[{"message":{"content":"hi'],
+  ] as const) {
+    it(`fails a 200 answer that is ${name} with 500 upstream_error`, async () => {
+      const upstream = await startFakeUpstream((_body, res) => res.writeHead(200, { 'Content-Type': type }).end(body));
+      closers.push(upstream.close);
+      await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request())), upstreamError);
+    });
+  }
+
+  it('fails an event that is not JSON with 500 upstream_error, not a 503', async () => {
+    const upstream = await startFakeUpstream((_body, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.end('data: {"choices": [oops\n\ndata: [DONE]\n\n');
+    });
+    closers.push(upstream.close);
+    await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request())), upstreamError);
+  });
+
+  it('reads a whole JSON completion from an upstream that does not stream', async () => {
+    const upstream = await startFakeUpstream((_body, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 3, completion_tokens: 1 },
+    })));
+    closers.push(upstream.close);
+    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request()));
+    assert.deepEqual([folded.content, folded.finishReason, folded.usage], ['Hello', 'stop', { promptTokens: 3, completionTokens: 1 }]);
+  });
 });

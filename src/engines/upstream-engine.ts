@@ -54,7 +54,10 @@ export function createUpstreamEngine(options: UpstreamOptions): Engine {
         });
         if (!response.ok || !response.body) throw await upstreamFailure(response);
         idle.reset();
-        yield* readStream(response.body, idle);
+        const type = response.headers.get('content-type') ?? '';
+        if (type.startsWith('text/event-stream')) yield* readStream(response.body, idle);
+        else if (type.startsWith('application/json')) yield* readWhole(await response.text());
+        else throw upstreamError(`it answered ${type || 'no content type'} instead of an event stream`);
       } catch (err) {
         if (request.signal.aborted) return; // the client left; nobody is listening
         if (err instanceof ServiceError) throw err;
@@ -106,12 +109,39 @@ function toWireMessage(m: EngineMessage) {
   };
 }
 
+/** A fault of the upstream's: its answer cannot be taken for a complete one. */
+const upstreamError = (why: string) =>
+  new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model's answer is unusable: ${why}. It is safe to retry.`);
+
+function parseJson<T>(text: string, what: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw upstreamError(`${what} is not JSON (${JSON.stringify(text.slice(0, 80))})`);
+  }
+}
+
+/** An upstream that answered a whole completion although asked to stream. */
+async function* readWhole(text: string): AsyncGenerator<GenerationEvent> {
+  const whole = parseJson<{ choices?: { message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: { id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[]; usage?: UpstreamChunk['usage'] }>(text, 'its answer');
+  const choice = whole.choices?.[0];
+  if (!choice?.message || !choice.finish_reason) throw upstreamError('its answer has no message with a finish_reason');
+  const { message } = choice;
+  if (message.reasoning_content) yield { type: 'reasoning', text: message.reasoning_content };
+  if (message.content) yield { type: 'content', text: message.content };
+  for (const [index, call] of (message.tool_calls ?? []).entries()) {
+    yield { type: 'tool_call', index, id: call.id || mintToolCallId(), name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' };
+  }
+  yield { type: 'done', finishReason: toFinishReason(choice.finish_reason), usage: { promptTokens: whole.usage?.prompt_tokens ?? 0, completionTokens: whole.usage?.completion_tokens ?? 0 } };
+}
+
 async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout): AsyncGenerator<GenerationEvent> {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => queue.push(event) });
   const decoder = new TextDecoder();
   const think = new ThinkTagSplitter();
-  let finishReason: FinishReason = 'stop';
+  let finishReason: FinishReason | undefined;
+  let sawDone = false;
   let usage = { promptTokens: 0, completionTokens: 0 };
   const idsSent = new Set<number>();
 
@@ -119,8 +149,11 @@ async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout):
     idle.reset();
     parser.feed(decoder.decode(bytes, { stream: true }));
     for (const event of queue.splice(0)) {
-      if (event.data === '[DONE]') continue;
-      const chunk = JSON.parse(event.data) as UpstreamChunk;
+      if (event.data === '[DONE]') {
+        sawDone = true;
+        continue;
+      }
+      const chunk = parseJson<UpstreamChunk>(event.data, 'an event of its stream');
       if (chunk.error) throw new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed: ${chunk.error.message ?? 'unknown error'}`);
       if (chunk.usage) {
         usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
@@ -147,8 +180,10 @@ async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout):
       if (choice?.finish_reason) finishReason = toFinishReason(choice.finish_reason);
     }
   }
+  // Neither a finish_reason nor [DONE]: the stream was cut, and what came is not the whole answer.
+  if (finishReason === undefined && !sawDone) throw upstreamError('its stream ended before it was complete');
   yield* think.flush();
-  yield { type: 'done', finishReason, usage };
+  yield { type: 'done', finishReason: finishReason ?? 'stop', usage };
 }
 
 /** The local engine's form of id: `call_` and 24 hex digits. */
