@@ -162,6 +162,12 @@ export interface components {
             tool_calls?: components["schemas"]["ToolCall"][];
             /** @description On tool messages only, and required there; the `id` of the tool call this message answers. */
             tool_call_id?: string;
+            /**
+             * @description A compatible addition, on the answer's message only: the thinking trace, the same as
+             *     the top-level `reasoning`, where vLLM-, DeepSeek-style clients and LangChain read it.
+             *     Present only when `reasoning_effort` was set. Ignored in requests.
+             */
+            reasoning_content?: string | null;
         };
         /** @description A typed part of a multimodal message; parts of different types may be mixed. */
         ContentPart: components["schemas"]["TextPart"] | components["schemas"]["ImagePart"] | components["schemas"]["FilePart"];
@@ -581,6 +587,11 @@ export interface components {
              */
             role?: "assistant";
             content?: string;
+            /**
+             * @description Only with the header `x-service-reasoning-delta: true`: the reasoning, streamed here
+             *     instead of inside `<think>` tags in `content` — never both, so no client reads it twice.
+             */
+            reasoning_content?: string;
             tool_calls?: components["schemas"]["ToolCallDelta"][];
         };
         /** @description A piece of a streamed tool call. The first delta of a call has `id`, `type` and `function.name`; later ones add fragments of `function.arguments`. */
@@ -752,6 +763,14 @@ export interface components {
          *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
          */
         BypassCache: boolean;
+        /**
+         * @description A compatible addition. With `true` and `reasoning_effort`, a stream carries the reasoning
+         *     in `delta.reasoning_content` (as vLLM and DeepSeek-style servers do) instead of inside
+         *     `<think>` and `</think>` in the content deltas; without it, the specification's `<think>`
+         *     tags. Either way the text is sent once. The JSON answer has the trace in both `reasoning`
+         *     and `choices[0].message.reasoning_content`, whatever this header says.
+         */
+        ReasoningDelta: boolean;
         /** @description `true` bypasses the MoA layer (internal tasks on attachments) and runs only the raw model layer. */
         BypassMoa: boolean;
     };
@@ -808,6 +827,14 @@ export interface operations {
                 "x-service-bypass-cache"?: components["parameters"]["BypassCache"];
                 /** @description `true` bypasses the MoA layer (internal tasks on attachments) and runs only the raw model layer. */
                 "x-service-bypass-moa"?: components["parameters"]["BypassMoa"];
+                /**
+                 * @description A compatible addition. With `true` and `reasoning_effort`, a stream carries the reasoning
+                 *     in `delta.reasoning_content` (as vLLM and DeepSeek-style servers do) instead of inside
+                 *     `<think>` and `</think>` in the content deltas; without it, the specification's `<think>`
+                 *     tags. Either way the text is sent once. The JSON answer has the trace in both `reasoning`
+                 *     and `choices[0].message.reasoning_content`, whatever this header says.
+                 */
+                "x-service-reasoning-delta"?: components["parameters"]["ReasoningDelta"];
             };
             path?: never;
             cookie?: never;

@@ -335,3 +335,29 @@ describe('GET /v1/models (issue 9, finding 8)', () => {
     await expectError(await fetch(`${server.baseUrl}/models`), 401, 'authentication_error', 'invalid_api_key');
   });
 });
+
+describe('reasoning where clients look (issue 9, finding 7)', () => {
+  let server: TestServer;
+  before(async () => (server = await startTestServer()));
+  after(() => server.close());
+  const thinking = { ...hello, reasoning_effort: 'low' };
+
+  it('puts the trace in reasoning and in choices[0].message.reasoning_content of the JSON answer', async () => {
+    const body = (await (await postCompletion(server.baseUrl, thinking)).json()) as ChatCompletionResponse;
+    assert.equal(body.reasoning, 'The user wrote 2 words.');
+    assert.equal(body.choices[0]?.message.reasoning_content, body.reasoning);
+    const plain = (await (await postCompletion(server.baseUrl, hello)).json()) as ChatCompletionResponse;
+    assert.equal('reasoning_content' in plain.choices[0]!.message, false);
+  });
+
+  for (const header of [false, true]) {
+    it(`streams it ${header ? 'in delta.reasoning_content with x-service-reasoning-delta' : 'in <think> tags by default'}, once`, async () => {
+      const res = await postCompletion(server.baseUrl, { ...thinking, stream: true }, header ? { 'x-service-reasoning-delta': 'true', 'x-service-bypass-cache': 'true' } : { 'x-service-bypass-cache': 'true' });
+      const chunks = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
+      const content = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+      const reasoning = chunks.map((c) => c.choices[0]?.delta.reasoning_content ?? '').join('');
+      if (header) assert.deepEqual([reasoning, content], ['The user wrote 2 words.', 'hello there']);
+      else assert.deepEqual([reasoning, content], ['', '<think>The user wrote 2 words.</think>hello there']);
+    });
+  }
+});

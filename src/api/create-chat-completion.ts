@@ -31,7 +31,9 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
       if (headers) res.set(headers);
       if (body.stream) {
         const shown = ctx.flags.showAdditionalInfo ? precontext : [];
-        const chunks = toChunks(meta, events, { includeUsage: body.stream_options?.include_usage === true, precontext: shown });
+        const chunks = toChunks(meta, events, {
+          includeUsage: body.stream_options?.include_usage === true, precontext: shown, reasoningDelta: ctx.flags.reasoningDelta,
+        });
         await writeEventStream(req, res, chunks, ctx.signal, deps.log);
         return;
       }

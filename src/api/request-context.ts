@@ -15,6 +15,7 @@ export function flagsOf(req: Request): RequestFlags {
     bypassCache: flag(req, 'x-service-bypass-cache'),
     bypassMoa: flag(req, 'x-service-bypass-moa'),
     showAdditionalInfo: flag(req, 'x-show-additional-info'),
+    reasoningDelta: flag(req, 'x-service-reasoning-delta'),
   };
 }
 

@@ -6,6 +6,8 @@ export interface ChunkOptions {
   includeUsage: boolean;
   /** Sent before the answer, one chunk each, as `<precontext>{…}</precontext>` (x-show-additional-info). */
   precontext?: PrecontextEntry[];
+  /** Reasoning in `delta.reasoning_content` instead of `<think>` tags in content (x-service-reasoning-delta). */
+  reasoningDelta?: boolean;
 }
 
 /**
@@ -46,7 +48,9 @@ export async function* toChunks(
     }
     switch (event.type) {
       case 'reasoning':
-        if (!thinking) {
+        if (options.reasoningDelta) {
+          if (event.text) yield chunk({ reasoning_content: event.text });
+        } else if (!thinking) {
           thinking = true;
           yield chunk({ content: '<think>' + event.text });
         } else if (event.text) {

@@ -28,6 +28,7 @@ export function toCompletionResponse(
           role: 'assistant',
           content: hasToolCalls && folded.content === '' ? null : folded.content,
           ...(hasToolCalls ? { tool_calls: folded.toolCalls } : {}),
+          ...(withReasoning ? { reasoning_content: folded.reasoning } : {}),
         },
         finish_reason: folded.finishReason,
       },

@@ -16,6 +16,8 @@ export interface RequestFlags {
   bypassMoa: boolean;
   /** `x-show-additional-info`: a stream sends the precontext first. */
   showAdditionalInfo: boolean;
+  /** `x-service-reasoning-delta`: a stream sends reasoning in `delta.reasoning_content`, not in `<think>` tags. */
+  reasoningDelta: boolean;
 }
 
 /** Everything the pipeline's stages know about one request, built once by the handler. */
