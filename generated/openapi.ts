@@ -162,12 +162,6 @@ export interface components {
             tool_calls?: components["schemas"]["ToolCall"][];
             /** @description On tool messages only, and required there; the `id` of the tool call this message answers. */
             tool_call_id?: string;
-            /**
-             * @description A compatible addition, on the answer's message only: the thinking trace, the same as
-             *     the top-level `reasoning`, where vLLM-, DeepSeek-style clients and LangChain read it.
-             *     Present only when `reasoning_effort` was set. Ignored in requests.
-             */
-            reasoning_content?: string | null;
         };
         /** @description A typed part of a multimodal message; parts of different types may be mixed. */
         ContentPart: components["schemas"]["TextPart"] | components["schemas"]["ImagePart"] | components["schemas"]["FilePart"];
@@ -318,6 +312,12 @@ export interface components {
             /** @description The answer; JSON text under a `json_schema` format; `null` when the answer is only tool calls. */
             content: string | null;
             tool_calls?: components["schemas"]["ToolCall"][];
+            /**
+             * @description A compatible addition: the thinking trace, the same as the top-level `reasoning`,
+             *     where vLLM-, DeepSeek-style clients and LangChain read it. Present only when
+             *     `reasoning_effort` was set.
+             */
+            reasoning_content?: string;
         };
         /**
          * @description `stop`: natural end or a stop sequence; `length`: `max_tokens` reached; `tool_calls`: the model wants tools called.

@@ -39,6 +39,8 @@ export interface Config {
     model: string;
     timeoutMs: number;
     concurrency: number;
+    /** The upstream model reads images (`image_url` parts); false for a text-only one. */
+    vision: boolean;
   };
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
@@ -116,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       model: env.UPSTREAM_MODEL || 'service',
       timeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 60_000, 1, 3_600_000),
       concurrency: integer(env, 'UPSTREAM_CONCURRENCY', 16, 1, 1024),
+      vision: boolean(env, 'UPSTREAM_VISION', true),
     },
     queueMaxWaiting: integer(env, 'QUEUE_MAX_WAITING', 32, 0, 100_000),
     attachments: {

@@ -8,6 +8,8 @@ export interface EngineMessage {
   name?: string;
   toolCalls?: ToolCall[];
   toolCallId?: string;
+  /** The message's images as data URLs, for an engine that `readsImages`. */
+  images?: string[];
 }
 
 export type EngineToolChoice = 'auto' | 'none' | 'required' | { name: string };
@@ -58,6 +60,8 @@ export interface Engine {
   readonly description: string;
   generate(request: GenerationRequest): AsyncIterable<GenerationEvent>;
   close?(): Promise<void>;
+  /** A model that sees pictures: the message's images are given to it, not only their MoA text. */
+  readonly readsImages?: boolean;
   /** Tokens in `text` by the model's own tokenizer, where the engine has one at hand. */
   countTokens?(text: string): number;
 }

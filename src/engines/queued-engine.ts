@@ -68,6 +68,7 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
 
   return {
     description: engine.description,
+    ...(engine.readsImages ? { readsImages: true } : {}),
     ...(engine.close ? { close: () => engine.close!() } : {}),
     ...(engine.countTokens ? { countTokens: (text: string) => engine.countTokens!(text) } : {}),
     async *generate(request) {

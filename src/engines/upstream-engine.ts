@@ -12,6 +12,8 @@ export interface UpstreamOptions {
   model: string;
   /** Longest wait for the upstream's headers, and then between two of its events. */
   timeoutMs: number;
+  /** `UPSTREAM_VISION`: the upstream reads `image_url` parts; false for a text-only model. */
+  vision?: boolean;
 }
 
 /** The parts of an upstream stream chunk this engine reads; everything else is ignored. */
@@ -38,6 +40,7 @@ export function createUpstreamEngine(options: UpstreamOptions): Engine {
   const url = `${options.baseUrl.replace(/\/$/, '')}/chat/completions`;
   return {
     description: `OpenAI-compatible upstream ${url} (model ${options.model})`,
+    readsImages: options.vision ?? true,
     async *generate(request) {
       const idle = new IdleTimeout(options.timeoutMs);
       const signal = AbortSignal.any([request.signal, idle.signal]);
@@ -100,9 +103,11 @@ function upstreamBody(model: string, request: GenerationRequest) {
 }
 
 function toWireMessage(m: EngineMessage) {
+  const images = (m.images ?? []).map((url) => ({ type: 'image_url', image_url: { url } }));
+  const text = m.toolCalls && m.content === '' ? null : m.content;
   return {
     role: m.role,
-    content: m.toolCalls && m.content === '' ? null : m.content,
+    content: images.length ? [{ type: 'text', text: m.content }, ...images] : text,
     ...(m.name ? { name: m.name } : {}),
     ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
     ...(m.toolCallId ? { tool_call_id: m.toolCallId } : {}),
