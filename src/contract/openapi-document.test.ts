@@ -12,5 +12,5 @@ it('hands the validator a copy without discriminators and with a plain base path
 
 it('hands Prism a copy whose paths carry the base path', () => {
   const copy = mockCopy(loadContract(), 'http://127.0.0.1:4010');
-  assert.deepEqual(Object.keys(copy.paths as object), ['/v1/chat/completions']);
+  assert.deepEqual(Object.keys(copy.paths as object), ['/v1/chat/completions', '/v1/models']);
 });
