@@ -17,6 +17,7 @@ import type { QuotaOptions } from './chat/stages/quota.ts';
 import type { CacheOptions } from './chat/stages/verified-cache.ts';
 import type { Store } from './store/store.ts';
 import { createJsonBody } from './middleware/json-body.ts';
+import { Drain } from './http/drain.ts';
 import { createRequestId } from './middleware/request-id.ts';
 
 export interface AppDeps {
@@ -32,6 +33,8 @@ export interface AppDeps {
   validateResponses: boolean;
   log?: Logger;
   newCompletionId?: () => string;
+  /** The requests in flight, for a graceful shutdown. */
+  drain?: Drain;
 }
 
 /**
@@ -59,6 +62,7 @@ export function createApp(deps: AppDeps): Express {
     createChatCompletionHandler({
       complete: createCompletionPipeline(deps),
       attachmentLimits: deps.attachmentLimits,
+      drain: deps.drain ?? new Drain(),
       newCompletionId: deps.newCompletionId ?? newCompletionId,
       log,
     }),

@@ -42,6 +42,8 @@ export interface Config {
     /** The upstream model reads images (`image_url` parts); false for a text-only one. */
     vision: boolean;
   };
+  /** On SIGTERM, how long requests in flight may take to finish before they are ended cleanly. */
+  shutdownGraceMs: number;
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
   attachments: {
@@ -121,6 +123,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       vision: boolean(env, 'UPSTREAM_VISION', true),
     },
     queueMaxWaiting: integer(env, 'QUEUE_MAX_WAITING', 32, 0, 100_000),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
     attachments: {
       imageMaxPixels: integer(env, 'IMAGE_MAX_PIXELS', 40_000_000, 1, 2 ** 31),
       inlineMaxBytes: integer(env, 'INLINE_FILE_LIMIT_BYTES', 20_000_000, 1, 2 ** 31),

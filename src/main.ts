@@ -3,6 +3,7 @@ import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { QuotaOptions } from './chat/stages/quota.ts';
 import { createEngine } from './engines/create-engine.ts';
 import { ApiKeys } from './keys/api-keys.ts';
+import { Drain } from './http/drain.ts';
 import { createStore } from './store/create-store.ts';
 import { attachmentLimitsOf, createTasks } from './tasks/create-tasks.ts';
 
@@ -12,8 +13,9 @@ async function start(): Promise<void> {
   const tasks = createTasks(config, engine);
   const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: config.cache.maxEntries });
   const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
+  const drain = new Drain();
   const app = createApp({
-    engine, tasks, keys, store,
+    engine, tasks, keys, store, drain,
     quota: quotaOptionsOf(config),
     cache: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds },
     attachmentLimits: attachmentLimitsOf(config),
@@ -29,14 +31,19 @@ async function start(): Promise<void> {
   });
   console.log(`Chat completion service on http://${config.host}:${config.port}/v1\n  engine: ${engine.description}`);
 
-  const shutdown = (signal: string) => {
-    console.log(`${signal}: closing`);
-    server.close(() => void Promise.allSettled([engine.close?.(), tasks.close(), store.close()]).finally(() => process.exit(0)));
+  /** Stop accepting, let what is in flight finish (up to SHUTDOWN_GRACE_MS), end the rest cleanly, close. */
+  const shutdown = async (signal: string) => {
+    console.log(`${signal}: ${drain.size} requests in flight; draining for up to ${config.shutdownGraceMs} ms`);
+    server.close();
     server.closeIdleConnections();
-    setTimeout(() => process.exit(1), 10_000).unref();
+    const ended = await drain.drain(config.shutdownGraceMs);
+    if (ended > 0) console.log(`${ended} requests still running were ended with an error frame or a 503`);
+    setTimeout(() => server.closeAllConnections(), 1000).unref(); // the last writes, then the sockets
+    await Promise.allSettled([engine.close?.(), tasks.close(), store.close()]);
+    process.exit(0);
   };
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
 /** Prices and service-wide limits, as the quota stage takes them. */

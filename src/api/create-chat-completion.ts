@@ -4,6 +4,7 @@ import { toCompletionResponse } from '../chat/completion-response.ts';
 import type { Next } from '../chat/pipeline.ts';
 import type { Logger } from '../chat/request-context.ts';
 import { foldEvents } from '../engines/fold-events.ts';
+import { Drain, untilShutdown } from '../http/drain.ts';
 import { writeEventStream } from '../http/sse.ts';
 import type { AttachmentLimits } from '../inputs/attachments.ts';
 import { createRequestContext } from './request-context.ts';
@@ -12,6 +13,7 @@ export interface ChatCompletionDeps {
   /** The completion pipeline (chat/create-pipeline.ts). */
   complete: Next;
   attachmentLimits: AttachmentLimits;
+  drain: Drain;
   newCompletionId: () => string;
   log: Logger;
 }
@@ -25,9 +27,13 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
   return async function createChatCompletion(req, res) {
     const ctx = createRequestContext(req, res, deps);
     const { body } = ctx;
+    const flight = deps.drain.track();
+    res.on('close', flight.done);
     const meta = { id: deps.newCompletionId(), created: Math.floor(Date.now() / 1000), model: body.model };
     try {
-      const { events, precontext, cached, headers } = await deps.complete(ctx);
+      const completion = await deps.complete(ctx);
+      const { precontext, cached, headers } = completion;
+      const events = untilShutdown(completion.events, flight.signal);
       if (headers) res.set(headers);
       if (body.stream) {
         const shown = ctx.flags.showAdditionalInfo ? precontext : [];

@@ -1,0 +1,77 @@
+// SIGTERM with streams in flight: each one finishes, or ends with the error frame and [DONE];
+// none is just cut, and the process exits 0 (issue 9, finding 4).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { delta, startFakeUpstream } from './testing/fake-upstream.ts';
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+const freePort = () => new Promise<number>((resolve) => {
+  const probe = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = probe.address() as { port: number };
+    probe.close(() => resolve(port));
+  });
+});
+
+/** An upstream that streams one word every 100 ms, 30 words in all. */
+async function slowUpstream() {
+  return startFakeUpstream((_body, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (res.destroyed) return clearInterval(timer);
+      if (sent++ < 30) return void res.write(`data: ${JSON.stringify(delta({ content: 'word ' }))}\n\n`);
+      clearInterval(timer);
+      res.end(`data: ${JSON.stringify(delta({}, 'stop'))}\n\ndata: [DONE]\n\n`);
+    }, 100);
+  });
+}
+
+async function shutDownWithStreams(graceMs: number) {
+  const upstream = await slowUpstream();
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: { ...process.env, ENGINE: 'upstream', UPSTREAM_BASE_URL: upstream.baseUrl, PORT: String(port), SERVICE_API_KEY: 'sk-drain', KEYS_FILE: '/nonexistent/keys.json', SHUTDOWN_GRACE_MS: String(graceMs) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  await new Promise<void>((resolve) => child.stdout!.on('data', (chunk: Buffer) => /Chat completion service on/.test(String(chunk)) && resolve()));
+  const streams = Array.from({ length: 5 }, async (_, i) => {
+    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer sk-drain', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+      body: JSON.stringify({ model: 'service', stream: true, messages: [{ role: 'user', content: `story ${i}` }] }),
+    });
+    assert.equal(res.status, 200);
+    return res.text();
+  });
+  await new Promise((r) => setTimeout(r, 800)); // every stream under way
+  child.kill('SIGTERM');
+  const bodies = await Promise.all(streams);
+  const code = await exited;
+  await upstream.close();
+  return { bodies, code };
+}
+
+describe('SIGTERM with 5 streams in flight', { timeout: 120_000 }, () => {
+  it('lets them finish within SHUTDOWN_GRACE_MS, each ending with finish_reason and [DONE], and exits 0', async () => {
+    const { bodies, code } = await shutDownWithStreams(30_000);
+    for (const body of bodies) {
+      assert.match(body, /"finish_reason":"stop"/);
+      assert.match(body, /data: \[DONE\]\n\n$/);
+    }
+    assert.equal(code, 0);
+  });
+
+  it('ends the ones still running when the grace period is over with the error frame and [DONE], and exits 0', async () => {
+    const { bodies, code } = await shutDownWithStreams(300);
+    for (const body of bodies) {
+      assert.match(body, /"code":"shutting_down"/);
+      assert.match(body, /data: \[DONE\]\n\n$/);
+    }
+    assert.equal(code, 0);
+  });
+});
