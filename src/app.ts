@@ -45,6 +45,7 @@ export function createApp(deps: AppDeps): Express {
   const log = deps.log ?? console;
   const app = express();
   app.disable('x-powered-by');
+  app.set('etag', false); // every answer is new: hashing its body for an ETag is wasted work
 
   app.use(createRequestId());
   app.use(createBearerAuth(deps.keys));
