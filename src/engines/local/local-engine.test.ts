@@ -95,3 +95,33 @@ describe('the local engine within max_tokens', { timeout: 300_000 }, () => {
     assert.ok(answer.usage.completion_tokens <= 12, `${answer.usage.completion_tokens} tokens billed for max_tokens 12`);
   });
 });
+
+// A budget of one token must stay one token: node-llama-cpp reads a pass of 0 tokens as "no
+// limit", which once let reasoning_effort high with max_tokens 1 generate for minutes (Schemathesis).
+describe('the local engine with a budget of one token', { timeout: 300_000 }, () => {
+  let engine: Engine;
+  let server: TestServer;
+  before(async () => {
+    engine = await createEngine(loadConfig({ PARALLEL: '1' }));
+    server = await startTestServer({ engine });
+  });
+  after(async () => {
+    await server.close();
+    await engine.close?.();
+  });
+
+  for (const [name, extra] of [
+    ['reasoning', { reasoning_effort: 'high' }],
+    ['a tool decision that may answer instead', { tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }] }],
+  ] as const) {
+    it(`bills at most one token with ${name}`, async () => {
+      const res = await fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', body: JSON.stringify({ ...hello, max_tokens: 1, temperature: 0, ...extra }),
+        headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+      });
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as ChatCompletionResponse;
+      assert.ok(body.usage.completion_tokens <= 1, `${body.usage.completion_tokens} tokens for max_tokens 1`);
+    });
+  }
+});

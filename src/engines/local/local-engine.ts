@@ -63,6 +63,8 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
     pass: PassOptions, onText: (text: string) => void): Promise<PassResult> {
     // A seed reproduces an answer only from a clean state: cached tokens would change the sampling.
     if (request.seed !== undefined) await sequence.clearHistory();
+    // node-llama-cpp reads maxTokens 0 as "no limit": a pass must never be asked for less than one.
+    if (!(pass.maxTokens >= 1)) throw new Error(`a generation pass needs at least one token, was given ${pass.maxTokens}`);
     const chat = new LlamaChat({ contextSequence: sequence, chatWrapper });
     try {
       let completionTokens = 0;
@@ -161,11 +163,12 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         const room = () => Math.min(limit - usage.completionTokens, options.contextSize - promptTokens(history));
         const cut = { type: 'done', finishReason: 'length', usage } as const;
 
-        if (request.reasoningEffort) {
+        // Reasoning gets at most half the budget; a budget of one token leaves it none.
+        const thinkingTokens = request.reasoningEffort ? Math.min(THINKING_BUDGET[request.reasoningEffort], Math.floor(limit / 2)) : 0;
+        if (request.reasoningEffort && thinkingTokens >= 1) {
           const thinking = withInstruction(history,
             'Think step by step about how to answer this. Write only your reasoning; do not give the final answer yet.');
-          const maxTokens = Math.min(THINKING_BUDGET[request.reasoningEffort], Math.floor(limit / 2));
-          const trace = yield* streamPass(sequence, thinking, request, { maxTokens }, (text) => ({ type: 'reasoning', text }));
+          const trace = yield* streamPass(sequence, thinking, request, { maxTokens: thinkingTokens }, (text) => ({ type: 'reasoning', text }));
           add(usage, trace.usage);
           history = withInstruction(history, `Your reasoning so far:\n${trace.text.trim()}\n\nNow give only the final answer.`);
         }
@@ -191,6 +194,10 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
           return;
         }
 
+        if (room() <= 0) {
+          yield cut; // the tool decision used what was left
+          return;
+        }
         const grammar = request.output.kind === 'json' ? await grammarFor(request.output.schema.schema) : undefined;
         const answer = yield* streamPass(sequence, history, request,
           { maxTokens: room(), ...(grammar ? { grammar } : {}), stop: request.stop },
