@@ -19,21 +19,31 @@ async function settled(read: () => number, everyMs = 1000): Promise<number> {
   }
 }
 
-// The embedded model, loaded once for this file, behind the real app.
-describe('the local engine when the client leaves', { timeout: 300_000 }, () => {
-  let engine: Engine;
-  let server: TestServer;
-  let counting: ReturnType<typeof countingEngine>;
-  before(async () => {
-    engine = await createEngine(loadConfig({ PARALLEL: '1' }));
-    counting = countingEngine(engine, (event) => event.type === 'content');
-    server = await startTestServer({ engine: counting.engine });
-  });
-  after(async () => {
-    await server.close();
-    await engine.close?.();
-  });
+// The embedded model, loaded once for this file, behind the real app; one generation at a time.
+let engine: Engine;
+let server: TestServer;
+let counting: ReturnType<typeof countingEngine>;
+before(async () => {
+  engine = await createEngine(loadConfig({ PARALLEL: '1' }));
+  counting = countingEngine(engine, (event) => event.type === 'content');
+  server = await startTestServer({ engine: counting.engine });
+});
+after(async () => {
+  await server.close();
+  await engine.close?.();
+});
 
+/** A JSON completion from the local model, fresh (never from the cache). */
+async function complete(body: object): Promise<ChatCompletionResponse> {
+  const res = await fetch(`${server.baseUrl}/chat/completions`, {
+    method: 'POST', body: JSON.stringify({ ...hello, temperature: 0, ...body }),
+    headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+  });
+  assert.equal(res.status, 200);
+  return (await res.json()) as ChatCompletionResponse;
+}
+
+describe('the local engine when the client leaves', { timeout: 300_000 }, () => {
   for (const stream of [false, true]) {
     it(`stops generating soon after a ${stream ? 'streaming' : 'non-streaming'} client disconnects`, async () => {
       counting.reset();
@@ -60,27 +70,7 @@ describe('the local engine when the client leaves', { timeout: 300_000 }, () => 
 });
 
 // The embedded model under a tight max_tokens: what is billed never passes what was allowed.
-describe('the local engine within max_tokens', { timeout: 300_000 }, () => {
-  let engine: Engine;
-  let server: TestServer;
-  before(async () => {
-    engine = await createEngine(loadConfig({ PARALLEL: '1' }));
-    server = await startTestServer({ engine });
-  });
-  after(async () => {
-    await server.close();
-    await engine.close?.();
-  });
-
-  const complete = async (body: object) => {
-    const res = await fetch(`${server.baseUrl}/chat/completions`, {
-      method: 'POST', body: JSON.stringify({ ...hello, temperature: 0, ...body }),
-      headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
-    });
-    assert.equal(res.status, 200);
-    return (await res.json()) as ChatCompletionResponse;
-  };
-  const weather = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] } } }];
+describe('the local engine within max_tokens', { timeout: 300_000 }, () => {  const weather = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] } } }];
 
   it('reports a tool call cut at max_tokens as length, and bills no more than max_tokens', async () => {
     for (const max of [1, 6]) {
@@ -99,28 +89,12 @@ describe('the local engine within max_tokens', { timeout: 300_000 }, () => {
 // A budget of one token must stay one token: node-llama-cpp reads a pass of 0 tokens as "no
 // limit", which once let reasoning_effort high with max_tokens 1 generate for minutes (Schemathesis).
 describe('the local engine with a budget of one token', { timeout: 300_000 }, () => {
-  let engine: Engine;
-  let server: TestServer;
-  before(async () => {
-    engine = await createEngine(loadConfig({ PARALLEL: '1' }));
-    server = await startTestServer({ engine });
-  });
-  after(async () => {
-    await server.close();
-    await engine.close?.();
-  });
-
   for (const [name, extra] of [
     ['reasoning', { reasoning_effort: 'high' }],
     ['a tool decision that may answer instead', { tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }] }],
   ] as const) {
     it(`bills at most one token with ${name}`, async () => {
-      const res = await fetch(`${server.baseUrl}/chat/completions`, {
-        method: 'POST', body: JSON.stringify({ ...hello, max_tokens: 1, temperature: 0, ...extra }),
-        headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
-      });
-      assert.equal(res.status, 200);
-      const body = (await res.json()) as ChatCompletionResponse;
+      const body = await complete({ max_tokens: 1, ...extra });
       assert.ok(body.usage.completion_tokens <= 1, `${body.usage.completion_tokens} tokens for max_tokens 1`);
     });
   }
