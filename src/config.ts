@@ -38,6 +38,7 @@ export interface Config {
     apiKey: string | undefined;
     model: string;
     timeoutMs: number;
+    answerTimeoutMs: number;
     concurrency: number;
     /** The upstream model reads images (`image_url` parts); false for a text-only one. */
     vision: boolean;
@@ -119,6 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       apiKey: env.UPSTREAM_API_KEY || undefined,
       model: env.UPSTREAM_MODEL || 'service',
       timeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 60_000, 1, 3_600_000),
+      answerTimeoutMs: integer(env, 'UPSTREAM_ANSWER_TIMEOUT_MS', 600_000, 1, 3_600_000),
       concurrency: integer(env, 'UPSTREAM_CONCURRENCY', 16, 1, 1024),
       vision: boolean(env, 'UPSTREAM_VISION', true),
     },

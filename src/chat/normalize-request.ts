@@ -28,6 +28,7 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
     toolChoice: toolChoiceOf(body, tools),
     parallelToolCalls: body.parallel_tool_calls ?? true,
     reasoningEffort: body.reasoning_effort ?? undefined,
+    stream: body.stream === true,
     signal,
   };
 }

@@ -9,8 +9,8 @@ import { createUpstreamEngine } from './upstream-engine.ts';
 /** The configured engine, with output verification inside and the fair queue around it. */
 export async function createEngine(config: Config): Promise<Engine> {
   if (config.engine === 'upstream') {
-    const { baseUrl, apiKey, model, timeoutMs, concurrency, vision } = config.upstream;
-    const upstream = createUpstreamEngine({ baseUrl: baseUrl!, ...(apiKey ? { apiKey } : {}), model, timeoutMs, vision });
+    const { baseUrl, apiKey, model, timeoutMs, answerTimeoutMs, concurrency, vision } = config.upstream;
+    const upstream = createUpstreamEngine({ baseUrl: baseUrl!, ...(apiKey ? { apiKey } : {}), model, timeoutMs, answerTimeoutMs, vision });
     return withQueue(withVerifiedOutput(upstream), { concurrency, maxWaiting: config.queueMaxWaiting });
   }
   if (!existsSync(config.local.modelPath)) {

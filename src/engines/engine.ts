@@ -36,6 +36,11 @@ export interface GenerationRequest {
   toolChoice: EngineToolChoice;
   parallelToolCalls: boolean;
   reasoningEffort?: ReasoningEffort;
+  /**
+   * The caller reads the answer as it is made. When false only the whole answer is read, and an
+   * engine may make it in one piece (an upstream is then asked for one JSON answer, not a stream).
+   */
+  stream: boolean;
   signal: AbortSignal;
 }
 

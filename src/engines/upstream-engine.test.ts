@@ -9,7 +9,8 @@ import { createUpstreamEngine } from './upstream-engine.ts';
 const request = (extra: Record<string, unknown> = {}, signal = new AbortController().signal) =>
   normalizeRequest({ model: 'service', messages: [{ role: 'user', content: 'hi' }], ...extra } as never, signal);
 
-const engineFor = (baseUrl: string, timeoutMs = 2000) => createUpstreamEngine({ baseUrl, model: 'm', apiKey: 'k', timeoutMs });
+const engineFor = (baseUrl: string, timeoutMs = 2000, answerTimeoutMs = timeoutMs) =>
+  createUpstreamEngine({ baseUrl, model: 'm', apiKey: 'k', timeoutMs, answerTimeoutMs });
 
 describe('upstream engine', () => {
   const closers: (() => Promise<void>)[] = [];
@@ -26,7 +27,7 @@ describe('upstream engine', () => {
         { choices: [], usage: { prompt_tokens: 5, completion_tokens: 7 } },
       ]));
     closers.push(upstream.close);
-    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request({ temperature: 0.5, seed: 3, stop: 'x' })));
+    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request({ stream: true, temperature: 0.5, seed: 3, stop: 'x' })));
     assert.equal(folded.content, 'Hello');
     assert.equal(folded.reasoning, 'hmm');
     assert.deepEqual(folded.toolCalls, [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }]);
@@ -35,6 +36,7 @@ describe('upstream engine', () => {
     const sent = upstream.requests[0]!;
     assert.equal(sent.model, 'm');
     assert.equal(sent.stream, true);
+    assert.deepEqual(sent.stream_options, { include_usage: true });
     assert.equal(sent.temperature, 0.5);
     assert.equal(sent.seed, 3);
     assert.deepEqual(sent.stop, ['x']);
@@ -91,7 +93,20 @@ describe('upstream engine', () => {
       res.write(`data: ${JSON.stringify(delta({ content: 'a' }))}\n\n`); // then nothing more
     });
     closers.push(upstream.close);
-    await assert.rejects(foldEvents(engineFor(upstream.baseUrl, 300).generate(request())),
+    await assert.rejects(foldEvents(engineFor(upstream.baseUrl, 300).generate(request({ stream: true }))),
+      (e: unknown) => e instanceof ServiceError && e.status === 503 && /300 ms/.test(e.message));
+  });
+
+  it('waits UPSTREAM_ANSWER_TIMEOUT_MS, not the stream timeout, for an answer that is not streamed', async () => {
+    const upstream = await startFakeUpstream((_b, res) => {
+      setTimeout(() => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
+        choices: [{ index: 0, message: { role: 'assistant', content: 'late' }, finish_reason: 'stop' }],
+      })), 1500); // past the stream timeout by more than undici's timer granularity (about a second)
+    });
+    closers.push(upstream.close);
+    const folded = await foldEvents(engineFor(upstream.baseUrl, 300, 5000).generate(request()));
+    assert.equal(folded.content, 'late');
+    await assert.rejects(foldEvents(engineFor(upstream.baseUrl, 5000, 300).generate(request())),
       (e: unknown) => e instanceof ServiceError && e.status === 503 && /300 ms/.test(e.message));
   });
 
@@ -108,7 +123,7 @@ describe('upstream engine', () => {
     closers.push(upstream.close);
     const client = new AbortController();
     let seen = 0;
-    for await (const _ of engineFor(upstream.baseUrl).generate(request({}, client.signal))) {
+    for await (const _ of engineFor(upstream.baseUrl).generate(request({ stream: true }, client.signal))) {
       if (++seen === 3) client.abort();
     }
     await new Promise((r) => setTimeout(r, 100));
@@ -147,13 +162,25 @@ describe('upstream engine', () => {
     await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request())), upstreamError);
   });
 
+  it('asks for one JSON answer when the caller does not stream, and reads <think> tags in it', async () => {
+    const upstream = await startFakeUpstream((_body, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
+      choices: [{ index: 0, message: { role: 'assistant', content: '<think>hmm</think>Yes' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 3, completion_tokens: 4 },
+    })));
+    closers.push(upstream.close);
+    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request()));
+    assert.deepEqual([folded.reasoning, folded.content, folded.usage], ['hmm', 'Yes', { promptTokens: 3, completionTokens: 4 }]);
+    assert.equal(upstream.requests[0]!.stream, false);
+    assert.equal(upstream.requests[0]!.stream_options, undefined);
+  });
+
   it('reads a whole JSON completion from an upstream that does not stream', async () => {
     const upstream = await startFakeUpstream((_body, res) => res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hello' }, finish_reason: 'stop' }],
       usage: { prompt_tokens: 3, completion_tokens: 1 },
     })));
     closers.push(upstream.close);
-    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request()));
+    const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request({ stream: true })));
     assert.deepEqual([folded.content, folded.finishReason, folded.usage], ['Hello', 'stop', { promptTokens: 3, completionTokens: 1 }]);
   });
 });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { Agent, errors, request as send } from 'undici';
 import type { FinishReason } from '../contract/wire-types.ts';
 import { ThinkTagSplitter } from './think-tags.ts';
 import { ServiceError, serviceUnavailable } from '../errors/service-error.ts';
@@ -10,8 +11,10 @@ export interface UpstreamOptions {
   baseUrl: string;
   apiKey?: string;
   model: string;
-  /** Longest wait for the upstream's headers, and then between two of its events. */
+  /** Longest wait for a stream's headers, and then between two of its reads. */
   timeoutMs: number;
+  /** Longest wait for a whole (not streamed) answer; defaults to `timeoutMs`. */
+  answerTimeoutMs?: number;
   /** `UPSTREAM_VISION`: the upstream reads `image_url` parts; false for a text-only model. */
   vision?: boolean;
 }
@@ -31,46 +34,65 @@ interface UpstreamChunk {
   error?: { message?: string; type?: string; code?: string };
 }
 
+type ResponseBody = Awaited<ReturnType<typeof send>>['body'];
+
 /**
  * Any OpenAI-compatible endpoint (vLLM, llama.cpp server, Ollama, a hosted API, or another
- * instance of this service). It always streams from the upstream, so one code path serves both
- * modes, and reads reasoning from `reasoning_content`, `reasoning` or leading `<think>` tags.
+ * instance of this service). A streamed request is streamed from the upstream; otherwise one JSON
+ * answer is asked for, and read as the same events. Reasoning is read from `reasoning_content`,
+ * `reasoning` or leading `<think>` tags. Calls go through one keep-alive pool (undici's request
+ * API: no web streams, and its own header and idle timeouts instead of a timer per request).
  */
 export function createUpstreamEngine(options: UpstreamOptions): Engine {
   const url = `${options.baseUrl.replace(/\/$/, '')}/chat/completions`;
+  const pool = new Agent({ keepAliveTimeout: 10_000 });
+  const headers = {
+    'content-type': 'application/json',
+    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+  };
+  const answerTimeoutMs = options.answerTimeoutMs ?? options.timeoutMs;
   return {
     description: `OpenAI-compatible upstream ${url} (model ${options.model})`,
     readsImages: options.vision ?? true,
+    close: () => pool.close(),
     async *generate(request) {
-      const idle = new IdleTimeout(options.timeoutMs);
-      const signal = AbortSignal.any([request.signal, idle.signal]);
+      let body: ResponseBody | undefined;
+      // A whole answer's headers come when it is done; a stream's, at once.
+      const headersTimeout = request.stream ? options.timeoutMs : answerTimeoutMs;
       try {
-        const response = await fetch(url, {
+        const response = await send(url, {
           method: 'POST',
-          headers: {
-            'Content-Type': 'application/json',
-            Accept: 'text/event-stream',
-            ...(options.apiKey ? { Authorization: `Bearer ${options.apiKey}` } : {}),
-          },
+          dispatcher: pool,
+          headers: { ...headers, accept: request.stream ? 'text/event-stream' : 'application/json' },
           body: JSON.stringify(upstreamBody(options.model, request)),
-          signal,
+          signal: request.signal,
+          headersTimeout,
+          bodyTimeout: options.timeoutMs,
         });
-        if (!response.ok || !response.body) throw await upstreamFailure(response);
-        idle.reset();
-        const type = response.headers.get('content-type') ?? '';
-        if (type.startsWith('text/event-stream')) yield* readStream(response.body, idle);
-        else if (type.startsWith('application/json')) yield* readWhole(await response.text());
+        body = response.body;
+        if (response.statusCode < 200 || response.statusCode > 299) {
+          throw upstreamFailure(response.statusCode, response.headers['retry-after'], await body.text().catch(() => ''));
+        }
+        const type = String(response.headers['content-type'] ?? '');
+        if (type.startsWith('text/event-stream')) yield* readStream(body);
+        else if (type.startsWith('application/json')) yield* readWhole(await body.text());
         else throw upstreamError(`it answered ${type || 'no content type'} instead of an event stream`);
       } catch (err) {
         if (request.signal.aborted) return; // the client left; nobody is listening
         if (err instanceof ServiceError) throw err;
-        const reason = idle.signal.aborted ? `no answer within ${options.timeoutMs} ms` : (err as Error).message;
-        throw serviceUnavailable(`The upstream model is unavailable (${reason}). Retry later.`, 'upstream_unavailable');
+        throw serviceUnavailable(`The upstream model is unavailable (${reasonOf(err, headersTimeout, options.timeoutMs)}). Retry later.`, 'upstream_unavailable');
       } finally {
-        idle.clear();
+        // Ended early (the client left, a fault): drop the connection rather than read the rest.
+        if (body && !body.readableEnded) body.on('error', () => {}).destroy();
       }
     },
   };
+}
+
+function reasonOf(err: unknown, headersTimeoutMs: number, bodyTimeoutMs: number): string {
+  if (err instanceof errors.HeadersTimeoutError) return `no answer within ${headersTimeoutMs} ms`;
+  if (err instanceof errors.BodyTimeoutError) return `nothing more within ${bodyTimeoutMs} ms`;
+  return (err as Error).message;
 }
 
 function upstreamBody(model: string, request: GenerationRequest) {
@@ -78,8 +100,8 @@ function upstreamBody(model: string, request: GenerationRequest) {
   return {
     model,
     messages: request.messages.map(toWireMessage),
-    stream: true,
-    stream_options: { include_usage: true },
+    stream: request.stream,
+    ...(request.stream ? { stream_options: { include_usage: true } } : {}),
     ...(request.maxTokens !== undefined ? { max_tokens: request.maxTokens } : {}),
     temperature: request.temperature,
     top_p: request.topP,
@@ -126,33 +148,39 @@ function parseJson<T>(text: string, what: string): T {
   }
 }
 
-/** An upstream that answered a whole completion although asked to stream. */
+/** A whole completion: asked for, or sent by an upstream that does not stream. */
 async function* readWhole(text: string): AsyncGenerator<GenerationEvent> {
-  const whole = parseJson<{ choices?: { message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: { id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[]; usage?: UpstreamChunk['usage'] }>(text, 'its answer');
+  const whole = parseJson<{ choices?: { message?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: { id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[]; usage?: UpstreamChunk['usage'] }>(text, 'its answer');
   const choice = whole.choices?.[0];
   if (!choice?.message || !choice.finish_reason) throw upstreamError('its answer has no message with a finish_reason');
   const { message } = choice;
-  if (message.reasoning_content) yield { type: 'reasoning', text: message.reasoning_content };
-  if (message.content) yield { type: 'content', text: message.content };
+  const reasoning = message.reasoning_content ?? message.reasoning;
+  if (reasoning) yield { type: 'reasoning', text: reasoning };
+  if (message.content) {
+    const think = new ThinkTagSplitter();
+    yield* think.push(message.content);
+    yield* think.flush();
+  }
   for (const [index, call] of (message.tool_calls ?? []).entries()) {
     yield { type: 'tool_call', index, id: call.id || mintToolCallId(), name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' };
   }
-  yield { type: 'done', finishReason: toFinishReason(choice.finish_reason), usage: { promptTokens: whole.usage?.prompt_tokens ?? 0, completionTokens: whole.usage?.completion_tokens ?? 0 } };
+  yield { type: 'done', finishReason: toFinishReason(choice.finish_reason), usage: usageOf(whole.usage) };
 }
 
-async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout): AsyncGenerator<GenerationEvent> {
+const usageOf = (usage: UpstreamChunk['usage']) => ({ promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0 });
+
+async function* readStream(body: ResponseBody): AsyncGenerator<GenerationEvent> {
   const queue: EventSourceMessage[] = [];
   const parser = createParser({ onEvent: (event) => queue.push(event) });
-  const decoder = new TextDecoder();
   const think = new ThinkTagSplitter();
   let finishReason: FinishReason | undefined;
   let sawDone = false;
   let usage = { promptTokens: 0, completionTokens: 0 };
   const idsSent = new Set<number>();
 
-  for await (const bytes of body) {
-    idle.reset();
-    parser.feed(decoder.decode(bytes, { stream: true }));
+  body.setEncoding('utf8');
+  for await (const text of body as AsyncIterable<string>) {
+    parser.feed(text);
     for (const event of queue.splice(0)) {
       if (event.data === '[DONE]') {
         sawDone = true;
@@ -160,9 +188,7 @@ async function* readStream(body: ReadableStream<Uint8Array>, idle: IdleTimeout):
       }
       const chunk = parseJson<UpstreamChunk>(event.data, 'an event of its stream');
       if (chunk.error) throw new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed: ${chunk.error.message ?? 'unknown error'}`);
-      if (chunk.usage) {
-        usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
-      }
+      if (chunk.usage) usage = usageOf(chunk.usage);
       const choice = chunk.choices?.[0];
       const delta = choice?.delta;
       const reasoning = delta?.reasoning_content ?? delta?.reasoning;
@@ -204,8 +230,7 @@ function toFinishReason(value: string): FinishReason {
  * Maps the upstream's refusal: its capacity problems are ours (503), a request it rejects is the
  * caller's (400, its message kept), and anything else is a fault on our side (500).
  */
-async function upstreamFailure(response: Response): Promise<ServiceError> {
-  const text = await response.text().catch(() => '');
+function upstreamFailure(status: number, retryAfterHeader: string | string[] | undefined, text: string): ServiceError {
   let detail = text.slice(0, 500);
   let code: string | undefined;
   try {
@@ -215,33 +240,12 @@ async function upstreamFailure(response: Response): Promise<ServiceError> {
   } catch {
     // not JSON: keep the text
   }
-  const status = response.status;
   if (status === 429 || status === 502 || status === 503 || status === 504) {
-    const retryAfter = Number(response.headers.get('retry-after')) || 1;
+    const retryAfter = Number(retryAfterHeader) || 1;
     return serviceUnavailable(`The upstream model is overloaded (HTTP ${status}). Retry later.`, 'upstream_unavailable', retryAfter);
   }
   if (status === 400 || status === 413 || status === 422) {
     return new ServiceError(400, 'invalid_request_error', code ?? 'upstream_rejected', `The upstream model rejected the request: ${detail}`);
   }
   return new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed with HTTP ${status}.`);
-}
-
-/** An abort signal that fires when `reset` has not been called for `ms`. */
-class IdleTimeout {
-  private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
-  readonly signal = this.controller.signal;
-
-  constructor(ms: number) {
-    this.timer = setTimeout(() => this.controller.abort(new Error('upstream timeout')), ms);
-  }
-
-  /** Called on every read: refreshing one timer costs far less than a new one each time. */
-  reset(): void {
-    this.timer.refresh();
-  }
-
-  clear(): void {
-    clearTimeout(this.timer);
-  }
 }

@@ -35,7 +35,8 @@ async function* verified(engine: Engine, request: GenerationRequest): AsyncGener
       problem += `; max_tokens ${request.maxTokens} left no room for another attempt`;
       break;
     }
-    const folded = await foldEvents(engine.generate({ ...request, ...(left !== undefined ? { maxTokens: left } : {}) }));
+    // Only the whole answer can be checked, so it is asked for whole.
+    const folded = await foldEvents(engine.generate({ ...request, stream: false, ...(left !== undefined ? { maxTokens: left } : {}) }));
     usage.promptTokens += folded.usage.promptTokens;
     usage.completionTokens += folded.usage.completionTokens;
     problem = problemWith(folded, request);

@@ -48,7 +48,7 @@ async function extract(engine: Engine, pageText: string, instructions: string, o
       { role: 'system', content: 'Extract the requested data from the web page below. Answer with JSON only.' },
       { role: 'user', content: `${instructions || 'Extract the main facts.'}\n\nWeb page:\n${pageText.slice(0, EXTRACTION_CONTEXT_CHARS)}` },
     ],
-    temperature: 0, topP: 1, stop: [], output: format, tools: [], toolChoice: 'none', parallelToolCalls: false, signal,
+    temperature: 0, topP: 1, stop: [], output: format, tools: [], toolChoice: 'none', parallelToolCalls: false, stream: false, signal,
   }));
   try {
     return JSON.parse(folded.content);

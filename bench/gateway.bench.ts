@@ -1,0 +1,129 @@
+// The gateway path's cost, side by side in one run: this service in production mode in front of an
+// instant upstream, against bare node:http doing the least a gateway can (bench/gateway/). JSON
+// and streamed answers; the most each sustains at 32 connections, with the CPU each request costs
+// the server process; the latency it adds at one connection and at 32 connections paced at half
+// the service's capacity; and the service's heap over a soak. Each process runs on its own; this
+// one only sends load. Writes bench/results/gateway.json.
+//   BENCH_SECONDS (10) per measurement, BENCH_SOAK_SECONDS (60; 600 for the 10-minute claim).
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ChildServer, type ProcessStats, startChildServer } from './lib/child-server.ts';
+import { closedLoop, type LoadResult, type LoadTarget, paced, quantile } from './lib/http-load.ts';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
+const CONNECTIONS = 32;
+const KEY = 'sk-bench-gateway';
+
+type Mode = 'json' | 'sse';
+type Server = 'bare' | 'service';
+
+function targetOf(port: number, mode: Mode): LoadTarget {
+  return {
+    port,
+    path: '/v1/chat/completions',
+    headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+    // Each request differs, as real ones do: the service's cache misses and stores, as in production.
+    body: (i) => JSON.stringify({
+      model: 'service', max_tokens: 32, ...(mode === 'sse' ? { stream: true } : {}),
+      messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: `Say something about the number ${i}.` }],
+    }),
+    ok: (status, body) => status === 200 && (mode === 'sse'
+      ? body.endsWith('data: [DONE]\n\n') && body.includes('word19') && !body.includes('"error"')
+      : body.includes('word19') && body.includes('"finish_reason":"stop"')),
+  };
+}
+
+async function startServer(server: Server, upstreamUrl: string): Promise<ChildServer> {
+  if (server === 'bare') return startChildServer('bench/gateway/bare-proxy.ts', { UPSTREAM_BASE_URL: upstreamUrl });
+  const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
+  return startChildServer('src/main.ts', {
+    NODE_ENV: 'production', UPSTREAM_BASE_URL: upstreamUrl, SERVICE_API_KEY: KEY, KEYS_FILE: join(dir, 'keys.json'),
+  }, '/v1/models');
+}
+
+interface Cell {
+  server: Server; mode: Mode;
+  /** Saturated at 32 connections. */
+  rps: number; cpuMicrosPerRequest: number;
+  /** One connection, closed loop. */
+  single: { p50Ms: number; p99Ms: number };
+  /** 32 connections at a fixed rate (half the service's capacity in this mode). */
+  paced: { rate: number; p50Ms: number; p99Ms: number };
+  errors: number;
+}
+
+const cpuPerRequest = (before: ProcessStats, after: ProcessStats, result: LoadResult) =>
+  Math.round((after.cpuMicros - before.cpuMicros) / result.requests);
+
+async function measure(server: Server, mode: Mode, upstreamUrl: string, pacedRate: number | undefined): Promise<Cell> {
+  const child = await startServer(server, upstreamUrl);
+  const target = targetOf(child.port, mode);
+  try {
+    await closedLoop(target, CONNECTIONS, 3); // warm-up: JIT, pools
+    const before = await child.stats();
+    const saturated = await closedLoop(target, CONNECTIONS, SECONDS);
+    const after = await child.stats();
+    const single = await closedLoop(target, 1, SECONDS);
+    const rate = pacedRate ?? Math.max(1, Math.round(saturated.rps / 2));
+    const steady = await paced(target, CONNECTIONS, rate, SECONDS);
+    return {
+      server, mode,
+      rps: saturated.rps, cpuMicrosPerRequest: cpuPerRequest(before, after, saturated),
+      single: { p50Ms: quantile(single.latencies, 0.5), p99Ms: quantile(single.latencies, 0.99) },
+      paced: { rate, p50Ms: quantile(steady.latencies, 0.5), p99Ms: quantile(steady.latencies, 0.99) },
+      errors: saturated.errors + single.errors + steady.errors,
+    };
+  } finally {
+    await child.stop();
+  }
+}
+
+/** The service's heap after a full collection, every 10 s under load at 32 connections. */
+async function soak(upstreamUrl: string): Promise<{ seconds: number; heapMiB: number[]; rssMiB: number[]; errors: number }> {
+  const child = await startServer('service', upstreamUrl);
+  const target = targetOf(child.port, 'json');
+  const heapMiB: number[] = [];
+  const rssMiB: number[] = [];
+  let errors = 0;
+  const mib = (bytes: number) => Number((bytes / 2 ** 20).toFixed(1));
+  try {
+    for (let t = 0; t < SOAK_SECONDS; t += 10) {
+      errors += (await closedLoop(target, CONNECTIONS, Math.min(10, SOAK_SECONDS - t))).errors;
+      const stats = await child.stats();
+      heapMiB.push(mib(stats.heapUsed));
+      rssMiB.push(mib(stats.rss));
+    }
+  } finally {
+    await child.stop();
+  }
+  return { seconds: SOAK_SECONDS, heapMiB, rssMiB, errors };
+}
+
+async function main(): Promise<void> {
+  const upstream = await startChildServer('bench/gateway/instant-upstream.ts', {});
+  const upstreamUrl = `http://127.0.0.1:${upstream.port}/v1`;
+  const cells: Cell[] = [];
+  for (const mode of ['json', 'sse'] as const) {
+    const service = await measure('service', mode, upstreamUrl, undefined);
+    cells.push(service, await measure('bare', mode, upstreamUrl, service.paced.rate));
+  }
+  const heap = SOAK_SECONDS > 0 ? await soak(upstreamUrl) : undefined;
+  await upstream.stop();
+
+  console.log(`\n${CONNECTIONS} connections saturated, ${SECONDS} s per measurement; an instant upstream\n`);
+  console.log('| mode | server | req/s | ratio to bare | CPU µs/request | p99 ms, 1 connection (added) | p99 ms, 32 connections paced (added) | errors |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const cell of cells) {
+    const bare = cells.find((c) => c.mode === cell.mode && c.server === 'bare')!;
+    const added = (a: number, b: number) => (cell.server === 'bare' ? '' : ` (+${(a - b).toFixed(2)})`);
+    console.log(`| ${cell.mode} | ${cell.server} | ${cell.rps} | ${(cell.rps / bare.rps).toFixed(2)} | ${cell.cpuMicrosPerRequest} | `
+      + `${cell.single.p99Ms}${added(cell.single.p99Ms, bare.single.p99Ms)} | `
+      + `${cell.paced.p99Ms}${added(cell.paced.p99Ms, bare.paced.p99Ms)} at ${cell.paced.rate}/s | ${cell.errors} |`);
+  }
+  if (heap) console.log(`\nservice heap after GC, every 10 s of load for ${heap.seconds} s (MiB): ${heap.heapMiB.join(' ')}; errors ${heap.errors}`);
+  writeFileSync('bench/results/gateway.json', `${JSON.stringify({ when: new Date().toISOString(), connections: CONNECTIONS, seconds: SECONDS, cells, heap }, null, 2)}\n`);
+}
+
+await main();
