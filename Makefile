@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account accuracy
+.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -129,6 +129,11 @@ bench-hostile: setup
 # The account layer's cost: cache hits vs bare node:http, the quota stage; embedded and Redis (README).
 bench-account: setup
 	scripts/with-redis.sh $(REDIS_TEST_PORT) $(NODE) bench/account.bench.ts
+
+# The gateway path vs a bare node:http proxy, JSON and SSE, and the heap over a soak (README).
+# BENCH_SOAK_SECONDS=600 for the 10-minute heap check.
+bench-gateway: setup
+	$(NODE) bench/gateway.bench.ts
 
 # Accuracy of the tasks on the project's own fixtures (README).
 accuracy: setup

@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { closedLoop, quantile } from './lib/http-load.ts';
 import { createInterface } from 'node:readline';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -71,31 +72,12 @@ async function load(mode: Mode): Promise<Row> {
   const child = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--serve', mode], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'production' } });
   const first = await createInterface({ input: child.stdout! })[Symbol.asyncIterator]().next();
   const { port, key } = JSON.parse(first.value as string) as { port: number; key?: string };
-  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const send = () => new Promise<number>((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', agent, headers: headers(key, mode.startsWith('upstream')) }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end(BODY);
-  });
-  for (let i = 0; i < 200; i++) await send(); // warm-up
-  const latencies: number[] = [];
-  let errors = 0;
-  const end = performance.now() + SECONDS * 1000;
-  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
-    while (performance.now() < end) {
-      const start = performance.now();
-      if ((await send()) !== 200) errors++;
-      latencies.push(performance.now() - start);
-    }
-  }));
-  agent.destroy();
+  const target = { port: Number(port), path: '/v1/chat/completions', headers: headers(key, mode.startsWith('upstream')), body: () => BODY, ok: (status: number) => status === 200 };
+  await closedLoop(target, 1, 1); // warm-up
+  const result = await closedLoop(target, CONNECTIONS, SECONDS);
   child.kill();
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => Number(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!.toFixed(2));
-  return { mode, requests: latencies.length, rps: Math.round(latencies.length / SECONDS), p50Ms: at(0.5), p99Ms: at(0.99), errors };
+  const { latencies } = result;
+  return { mode, requests: result.requests, rps: result.rps, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99), errors: result.errors };
 }
 
 async function main(): Promise<void> {

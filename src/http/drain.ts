@@ -51,25 +51,46 @@ export class Drain {
 const FINAL_WRITE_MS = 2000;
 
 /**
- * Passes the events on until `shutdown` fires; then stops the source (an engine releases what it
- * holds) and fails with 503 `shutting_down`, which a stream sends as its final error event.
+ * Passes the events on until `shutdown` fires; then fails a pending read (or the next) with 503
+ * `shutting_down`, which a stream sends as its final error event, and stops the source (an engine
+ * releases what it holds). A plain iterator, not a generator racing each read: this sits on every
+ * event of every answer.
  */
-export async function* untilShutdown<T>(events: AsyncIterable<T>, shutdown: AbortSignal): AsyncGenerator<T> {
-  const iterator = events[Symbol.asyncIterator]();
-  const stopped = new Promise<never>((_, reject) => {
-    const stop = () => reject(serviceUnavailable('The service is shutting down; retry on another instance or shortly.', 'shutting_down', 1));
-    if (shutdown.aborted) stop();
-    else shutdown.addEventListener('abort', stop, { once: true });
-  });
-  stopped.catch(() => {}); // observed below; never an unhandled rejection
-  try {
-    for (;;) {
-      const next = await Promise.race([iterator.next(), stopped]);
-      if (next.done) return;
-      yield next.value;
-    }
-  } finally {
+export function untilShutdown<T>(events: AsyncIterable<T>, shutdown: AbortSignal): AsyncIterableIterator<T> {
+  const source = events[Symbol.asyncIterator]();
+  let failPending: ((err: unknown) => void) | undefined;
+  const shuttingDown = () => serviceUnavailable('The service is shutting down; retry on another instance or shortly.', 'shutting_down', 1);
+  const stop = () => {
+    failPending?.(shuttingDown());
     // Not awaited: with a read still pending it would settle only at the engine's next event.
-    iterator.return?.().catch(() => {});
-  }
+    source.return?.().catch(() => {});
+  };
+  shutdown.addEventListener('abort', stop, { once: true });
+  const release = () => shutdown.removeEventListener('abort', stop);
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    next() {
+      if (shutdown.aborted) {
+        source.return?.().catch(() => {});
+        return Promise.reject(shuttingDown());
+      }
+      return new Promise<IteratorResult<T>>((resolve, reject) => {
+        failPending = reject;
+        source.next().then((result) => {
+          if (result.done) release();
+          resolve(result);
+        }, (err: unknown) => {
+          release();
+          reject(err);
+        });
+      });
+    },
+    return() {
+      release();
+      source.return?.().catch(() => {});
+      return Promise.resolve({ done: true, value: undefined });
+    },
+  };
 }
