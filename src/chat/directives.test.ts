@@ -1,14 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ServiceError } from '../errors/service-error.ts';
 import { readDirectives, takeTags } from './directives.ts';
 
 it('reads the first <task> and the <guard> codes from system messages only', () => {
   const directives = readDirectives([
     { role: 'system', content: 'Be brief. <task> OCR </task> then <task>translate</task>' },
-    { role: 'developer', content: [{ type: 'text', text: '<guard>s1, S12_image ,ALL</guard>' }] },
+    { role: 'developer', content: [{ type: 'text', text: '<guard>s12_image, s 1 ,S10</guard>' }] },
     { role: 'user', content: '<task>web_search</task>' },
   ]);
-  assert.deepEqual(directives, { task: 'ocr', guard: ['S1', 'S12_IMAGE', 'ALL'], instructions: 'Be brief.  then' });
+  assert.deepEqual(directives, { task: 'ocr', guard: ['S1', 'S10', 'S12_IMAGE'], instructions: 'Be brief.  then' });
+});
+
+it('expands <guard>ALL</guard> to every code, text and image', () => {
+  const { guard } = readDirectives([{ role: 'system', content: '<guard>all</guard>' }]);
+  assert.equal(guard?.length, 17);
+  assert.ok(guard?.includes('S14') && guard.includes('S15_IMAGE'));
+});
+
+it('refuses an unknown guard code, or an empty list, with a 400 naming the valid codes', () => {
+  for (const codes of ['S1,S99', ' , ']) {
+    assert.throws(() => readDirectives([{ role: 'system', content: `<guard>${codes}</guard>` }]),
+      (e: unknown) => e instanceof ServiceError && e.status === 400 && e.code === 'invalid_guard_code' && /S15_IMAGE, ALL/.test(e.message));
+  }
 });
 
 it('finds nothing where there are no directives', () => {

@@ -1,4 +1,5 @@
 import type { Message } from '../contract/wire-types.ts';
+import { type GuardCode, parseGuardCodes } from '../guard/codes.ts';
 import { flattenContent } from './normalize-request.ts';
 
 export interface Directives {
@@ -6,8 +7,8 @@ export interface Directives {
   instructions: string;
   /** `<task>NAME</task>`: the first one in the system messages wins. */
   task?: string;
-  /** `<guard>CODES</guard>`: the listed safety codes, upper-cased. */
-  guard?: string[];
+  /** `<guard>CODES</guard>`: the listed safety codes (`ALL` expanded); an unknown one is a 400. */
+  guard?: GuardCode[];
 }
 
 /** Reads the directives from the system (or developer) messages, in order. */
@@ -23,7 +24,7 @@ export function readDirectives(messages: Message[]): Directives {
   return {
     instructions: guards.rest.trim(),
     ...(task !== undefined ? { task: task.toLowerCase() } : {}),
-    ...(guard !== undefined ? { guard: guard.split(',').map((c) => c.trim().toUpperCase()).filter(Boolean) } : {}),
+    ...(guard !== undefined ? { guard: parseGuardCodes(guard.split(',')) } : {}),
   };
 }
 

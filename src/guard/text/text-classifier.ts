@@ -1,0 +1,63 @@
+import { fileURLToPath } from 'node:url';
+import { TEXT_CODES, type TextCode } from '../codes.ts';
+import { LineWorker } from '../../workers/line-worker.ts';
+
+const SCRIPT = fileURLToPath(new URL('./guard_worker.py', import.meta.url));
+
+/** One text's scores: how likely it is a harmful request at all, and for each code. */
+export interface TextScores {
+  harmful: number;
+  codes: Record<TextCode, number>;
+}
+
+export interface Thresholds {
+  harmful: number;
+  code: number;
+}
+
+export interface TextClassifierOptions {
+  /** The Python of the guard's environment (`.venv-guard`). */
+  python: string;
+  /** The heads fitted by `guard_worker.py train` (`make setup` writes them). */
+  headsPath: string;
+  threads: number;
+  timeoutMs: number;
+}
+
+/**
+ * The text guard's classifier: a MiniLM sentence encoder and one logistic-regression head per
+ * code, in a Python worker (guard_worker.py) started once and fed batches of texts.
+ */
+export class TextClassifier {
+  private readonly worker: LineWorker<{ texts: string[] }, { scores: number[][] }>;
+
+  constructor(options: TextClassifierOptions) {
+    this.worker = new LineWorker({
+      name: 'the text guard', command: options.python, args: [SCRIPT, 'serve', options.headsPath],
+      env: { GUARD_THREADS: String(options.threads) }, timeoutMs: options.timeoutMs,
+    });
+  }
+
+  async thresholds(): Promise<Thresholds> {
+    return (await this.worker.hello()).thresholds as Thresholds;
+  }
+
+  async score(texts: string[]): Promise<TextScores[]> {
+    if (texts.length === 0) return [];
+    const { scores } = await this.worker.request({ texts });
+    return scores.map(([harmful, ...codes]) => ({
+      harmful: harmful!,
+      codes: Object.fromEntries(TEXT_CODES.map((code, i) => [code, codes[i]!])) as Record<TextCode, number>,
+    }));
+  }
+
+  close(): Promise<void> {
+    return this.worker.close();
+  }
+}
+
+/** The codes among `wanted` that a text's scores match: its harmful score and the code's both pass. */
+export function matchedTextCodes(scores: TextScores, wanted: readonly TextCode[], thresholds: Thresholds): TextCode[] {
+  if (scores.harmful < thresholds.harmful) return [];
+  return wanted.filter((code) => scores.codes[code] >= thresholds.code);
+}
