@@ -336,7 +336,7 @@ export interface components {
          *     `message.content` is the JSON text of this same entry. Each task's `result` has a fixed
          *     schema, chosen by `name`.
          */
-        PrecontextEntry: components["schemas"]["OcrEntry"] | components["schemas"]["ObjectDetectionEntry"] | components["schemas"]["GuiDetectionEntry"] | components["schemas"]["SpeechToTextEntry"] | components["schemas"]["TranslateEntry"] | components["schemas"]["ScraperEntry"] | components["schemas"]["WebSearchEntry"] | components["schemas"]["OtherTaskEntry"];
+        PrecontextEntry: components["schemas"]["OcrEntry"] | components["schemas"]["ObjectDetectionEntry"] | components["schemas"]["GuiDetectionEntry"] | components["schemas"]["SpeechToTextEntry"] | components["schemas"]["TranslateEntry"] | components["schemas"]["ScraperEntry"] | components["schemas"]["WebSearchEntry"] | components["schemas"]["GuardrailsEntry"] | components["schemas"]["OtherTaskEntry"];
         OcrEntry: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -393,13 +393,45 @@ export interface components {
             name: "web_search";
             result: components["schemas"]["WebSearchResult"];
         };
+        GuardrailsEntry: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            name: "guardrails";
+            result: components["schemas"]["GuardrailsResult"];
+        };
+        /**
+         * @description The verdict of one guard check: of the input (before any generation) or of the output
+         *     (the answer, before it is returned or, in a stream, released).
+         */
+        GuardrailsResult: {
+            /** @description No listed code matched. */
+            safe: boolean;
+            /** @enum {string} */
+            stage: "input" | "output";
+            /** @description The listed codes that were checked (`ALL` expanded). */
+            codes_checked: string[];
+            /**
+             * @description Listed codes this deployment has no classifier for yet (the image codes); they were
+             *     not checked, and say so here rather than pass silently.
+             */
+            codes_unavailable: string[];
+            /** @description The codes that matched, sorted, each with its classifier score. */
+            matched: {
+                code: string;
+                score: number;
+            }[];
+            /** @description What was checked: `messages[i]` for a message's text, `output` for the answer. */
+            checked: string[];
+        };
         /** @description Entries of internal tasks whose result shape is not fixed yet. */
         OtherTaskEntry: {
             /**
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            name: "guardrails" | "code_sandbox";
+            name: "code_sandbox";
             result: Record<string, never>;
         };
         /** @description A rectangle in pixels of the image (or rendered page), from its top-left corner. */

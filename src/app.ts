@@ -7,6 +7,7 @@ import type { Logger } from './chat/request-context.ts';
 import { newCompletionId } from './chat/completion-id.ts';
 import { BASE_PATH, loadContract, validatorCopy } from './contract/openapi-document.ts';
 import type { Engine } from './engines/engine.ts';
+import type { Guard } from './guard/guard.ts';
 import type { AttachmentLimits } from './inputs/attachments.ts';
 import type { TaskRegistry } from './tasks/registry.ts';
 import { createErrorHandler } from './http/errors.ts';
@@ -35,6 +36,8 @@ export interface AppDeps {
   newCompletionId?: () => string;
   /** The requests in flight, for a graceful shutdown. */
   drain?: Drain;
+  /** The content guard for `<guard>` (main.ts always has one; most tests need none). */
+  guard?: Guard;
 }
 
 /**

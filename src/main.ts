@@ -4,6 +4,8 @@ import type { QuotaOptions } from './chat/stages/quota.ts';
 import { createEngine } from './engines/create-engine.ts';
 import { ApiKeys } from './keys/api-keys.ts';
 import { Drain } from './http/drain.ts';
+import { Guard } from './guard/guard.ts';
+import { TextClassifier } from './guard/text/text-classifier.ts';
 import { createStore } from './store/create-store.ts';
 import { attachmentLimitsOf, createTasks } from './tasks/create-tasks.ts';
 
@@ -14,8 +16,10 @@ async function start(): Promise<void> {
   const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: config.cache.maxEntries });
   const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
   const drain = new Drain();
+  // The classifier's worker starts with the first guarded request, and loads its model once.
+  const guard = new Guard(new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs }));
   const app = createApp({
-    engine, tasks, keys, store, drain,
+    engine, tasks, keys, store, drain, guard,
     quota: quotaOptionsOf(config),
     cache: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds },
     attachmentLimits: attachmentLimitsOf(config),
@@ -39,7 +43,7 @@ async function start(): Promise<void> {
     const ended = await drain.drain(config.shutdownGraceMs);
     if (ended > 0) console.log(`${ended} requests still running were ended with an error frame or a 503`);
     setTimeout(() => server.closeAllConnections(), 1000).unref(); // the last writes, then the sockets
-    await Promise.allSettled([engine.close?.(), tasks.close(), store.close()]);
+    await Promise.allSettled([engine.close?.(), tasks.close(), store.close(), guard.close()]);
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));

@@ -10,6 +10,11 @@ export interface Completion {
   cached?: boolean;
   /** Response headers a stage adds (the rate-limit headers). */
   headers?: Record<string, string>;
+  /**
+   * The guard replaced the answer, or its end: never stored as verified. Set, at the latest,
+   * before the `done` event is passed on (a streamed answer is judged as it goes).
+   */
+  blocked?: boolean;
 }
 
 export type Next = (ctx: RequestContext) => Promise<Completion>;

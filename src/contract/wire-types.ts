@@ -28,3 +28,4 @@ export type OcrDocument = Schemas['OcrDocument'];
 export type GuiDetectionResult = Schemas['GuiDetectionResult'];
 export type WebSearchResult = Schemas['WebSearchResult'];
 export type ScraperResult = Schemas['ScraperResult'];
+export type GuardrailsResult = Schemas['GuardrailsResult'];

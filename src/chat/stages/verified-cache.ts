@@ -45,7 +45,7 @@ async function* storeWhenVerified(answer: Completion, ctx: RequestContext, save:
   const fold = new EventFold();
   for await (const event of answer.events) {
     const folded = fold.add(event);
-    if (folded && verified(folded, ctx)) {
+    if (folded && !answer.blocked && verified(folded, ctx)) {
       const value: CachedAnswer = { folded, precontext: answer.precontext };
       // The answer is whole at `done`; a store that fails costs the cache entry, never the answer.
       save(JSON.stringify(value)).catch((err: unknown) => ctx.log.warn(`[${ctx.requestId}] cache store failed: ${(err as Error).message}`));

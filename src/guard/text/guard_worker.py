@@ -35,7 +35,7 @@ WINDOW = 128  # tokens per window, [CLS] and [SEP] included: the length the enco
 STRIDE = 96
 CLS, SEP = 101, 102
 L2 = 1e-2  # ridge on the heads' weights: a few hundred examples, 384 features
-MAX_FPR = 0.05  # of safe training texts flagged in cross-validation: the goal itself
+FPR_WEIGHT = 2  # a false positive costs twice a missed harmful text, in cross-validation
 
 
 class Encoder:
@@ -125,9 +125,9 @@ def scores_of(x, heads):
 
 
 def choose_thresholds(x, rows, folds=5):
-    """The harmful and code thresholds that do best on held-out folds of the training set: the
-    most overall recall plus weakest code's recall while at most MAX_FPR of the safe texts
-    (look-alikes included) are flagged."""
+    """The harmful and code thresholds that do best on held-out folds of the training set:
+    overall recall plus the weakest code's recall, less FPR_WEIGHT times the share of safe texts
+    (look-alikes included) flagged."""
     order = np.random.default_rng(7).permutation(len(rows))
     held = np.zeros((len(rows), len(CODES) + 1))
     for k in range(folds):
@@ -142,7 +142,7 @@ def choose_thresholds(x, rows, folds=5):
             recall = flags.any(1)[harmful].mean()
             fpr = flags.any(1)[~harmful].mean()
             weakest = min(flags[[c in r["codes"] for r in rows], i].mean() for i, c in enumerate(CODES))
-            score = recall + weakest if fpr <= MAX_FPR else -fpr
+            score = recall + weakest - FPR_WEIGHT * fpr
             if best is None or score > best[0]:
                 best = (score, round(float(gate), 2), round(float(code), 2))
     return best[1], best[2]

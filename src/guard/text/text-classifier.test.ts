@@ -19,11 +19,7 @@ describe('the text guard classifier', () => {
     assert.ok(held.filter((l) => l.codes.length === 0).length >= 200, '200 safe held-out texts');
   });
 
-  // Reported, not yet enforced: the classifier does not meet every floor (issue 10, in progress;
-  // figures in bench/results/guard-eval.json). Each run prints what it measured.
-  it('meets the floors on the held-out set: recall ≥ 0.85 and false positives ≤ 0.05 under ALL, recall ≥ 0.7 per code', {
-    todo: 'issue 10: overall recall and the S11 recall are under their floors',
-  }, async () => {
+  it('meets the floors on the held-out set: recall ≥ 0.85 and false positives ≤ 0.05 under ALL, recall ≥ 0.7 per code', async () => {
     const quality = await evaluate(classifier, readLabelled(`${DATASET}eval.jsonl`));
     assert.ok(quality.overall.recall >= 0.85, `overall recall ${quality.overall.recall}`);
     assert.ok(quality.overall.falsePositiveRate <= 0.05, `false-positive rate ${quality.overall.falsePositiveRate}`);

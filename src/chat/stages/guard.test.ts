@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { ChatCompletionResponse, GuardrailsResult } from '../../contract/wire-types.ts';
+import type { GenerationEvent } from '../../engines/engine.ts';
+import { createScriptedEngine, echoScript } from '../../engines/scripted-engine.ts';
+import { TEXT_CODES } from '../../guard/codes.ts';
+import { Guard, type TextScorer } from '../../guard/guard.ts';
+import { countingEngine } from '../../testing/counting-engine.ts';
+import { postCompletion, startTestServer, type TestServer } from '../../testing/test-server.ts';
+
+/** A scripted classifier (tests only): "KILL" is S1, "NERVE" is S9, anything else is safe. */
+const scriptedScorer: TextScorer = {
+  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
+  score: async (texts) => texts.map((text) => {
+    const codes = Object.fromEntries(TEXT_CODES.map((c) => [c, 0.01])) as Record<(typeof TEXT_CODES)[number], number>;
+    if (text.includes('KILL')) codes.S1 = 0.97;
+    if (text.includes('NERVE')) codes.S9 = 0.93;
+    return { harmful: text.includes('KILL') || text.includes('NERVE') ? 0.99 : 0.02, codes };
+  }),
+};
+
+/** Answers with these sentences whatever it is asked, one delta per few words. */
+const saying = (text: string) => createScriptedEngine(() => [
+  ...text.split(/(?<= )/).map((t): GenerationEvent => ({ type: 'content', text: t })),
+  { type: 'done', finishReason: 'stop', usage: { promptTokens: 5, completionTokens: 9 } },
+]);
+
+const guarded = (codes: string, user: string, extra: object = {}) => ({
+  model: 'service', ...extra, messages: [{ role: 'system', content: `Be brief. <guard>${codes}</guard>` }, { role: 'user', content: user }],
+});
+
+const guardEntries = (body: ChatCompletionResponse) =>
+  body.precontext.filter((e) => e.name === 'guardrails').map((e) => e.result as GuardrailsResult);
+
+/** A stream's content, joined, and its last finish_reason. */
+async function readStream(res: Response) {
+  const events = (await res.text()).split('\n\n').filter(Boolean).map((e) => e.slice('data: '.length));
+  assert.equal(events.at(-1), '[DONE]');
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+  return {
+    content: chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''),
+    finish: chunks.map((c) => c.choices[0]?.finish_reason).filter(Boolean).at(-1),
+  };
+}
+
+describe('the guard stage', () => {
+  const servers: TestServer[] = [];
+  const start = async (engine = createScriptedEngine(echoScript), withGuard = true) => {
+    const server = await startTestServer({ engine, ...(withGuard ? { guard: new Guard(scriptedScorer) } : {}) });
+    servers.push(server);
+    return server;
+  };
+  after(() => Promise.all(servers.map((s) => s.close())));
+
+  let echo: TestServer;
+  const counting = countingEngine(createScriptedEngine(echoScript), (e) => e.type === 'done');
+  before(async () => (echo = await start(counting.engine)));
+
+  it('answers a request whose input matches with "unsafe CODES": no generation, no usage, the verdict in the precontext', async () => {
+    const before = counting.produced();
+    const res = await postCompletion(echo.baseUrl, guarded('S1, S9', 'how do I KILL my neighbour'));
+    assert.equal(res.status, 200);
+    const body = (await res.json()) as ChatCompletionResponse;
+    assert.equal(body.choices[0]!.message.content, 'unsafe S1');
+    assert.equal(body.choices[0]!.finish_reason, 'stop');
+    assert.deepEqual([body.usage.prompt_tokens, body.usage.completion_tokens], [0, 0]);
+    assert.equal(counting.produced(), before, 'the engine ran');
+    const [verdict] = guardEntries(body);
+    assert.deepEqual({ ...verdict, matched: verdict!.matched.map((m) => m.code) },
+      { safe: false, stage: 'input', codes_checked: ['S1', 'S9'], codes_unavailable: [], matched: ['S1'], checked: ['messages[1]'] });
+  });
+
+  it('sorts several matched codes, and only blocks the codes that were listed', async () => {
+    const both = (await (await postCompletion(echo.baseUrl, guarded('S9,S1', 'KILL with NERVE gas'))).json()) as ChatCompletionResponse;
+    assert.equal(both.choices[0]!.message.content, 'unsafe S1,S9');
+    const other = (await (await postCompletion(echo.baseUrl, guarded('S5', 'KILL with NERVE gas'))).json()) as ChatCompletionResponse;
+    assert.equal(other.choices[0]!.message.content, 'KILL with NERVE gas');
+  });
+
+  it('lets the same request through when no <guard> is given', async () => {
+    const res = await postCompletion(echo.baseUrl, { model: 'service', messages: [{ role: 'user', content: 'how do I KILL my neighbour' }] });
+    const body = (await res.json()) as ChatCompletionResponse;
+    assert.equal(body.choices[0]!.message.content, 'how do I KILL my neighbour');
+    assert.deepEqual(guardEntries(body), []);
+  });
+
+  it('streams a blocked request as a proper stream with "unsafe CODES" and [DONE]', async () => {
+    const { content, finish } = await readStream(await postCompletion(echo.baseUrl, guarded('ALL', 'KILL', { stream: true })));
+    assert.deepEqual([content, finish], ['unsafe S1', 'stop']);
+  });
+
+  it('replaces an unsafe answer when not streaming, with both verdicts in the precontext', async () => {
+    const server = await start(saying('Here is a story. It has NERVE agents in it. The end. '));
+    const body = (await (await postCompletion(server.baseUrl, guarded('ALL', 'tell me a story'))).json()) as ChatCompletionResponse;
+    assert.equal(body.choices[0]!.message.content, 'unsafe S9');
+    assert.deepEqual(guardEntries(body).map((v) => [v.stage, v.safe]), [['input', true], ['output', false]]);
+    assert.deepEqual(guardEntries(body)[0]!.codes_unavailable, ['S1_IMAGE', 'S12_IMAGE', 'S15_IMAGE']);
+  });
+
+  it('streams checked sentences only: the unsafe sentence and the rest are withheld, then "unsafe CODES"', async () => {
+    const server = await start(saying('Here is a story. It has NERVE agents in it. The end. '));
+    const { content, finish } = await readStream(await postCompletion(server.baseUrl, guarded('S9', 'tell me a story', { stream: true })));
+    assert.equal(content, 'Here is a story.\n\nunsafe S9');
+    assert.equal(finish, 'stop');
+  });
+
+  it('streams a safe answer whole, and a non-streamed safe answer carries a safe output verdict', async () => {
+    const server = await start(saying('All fine here. Nothing to see. Bye'));
+    const streamed = await readStream(await postCompletion(server.baseUrl, guarded('ALL', 'hello', { stream: true })));
+    assert.deepEqual([streamed.content, streamed.finish], ['All fine here. Nothing to see. Bye', 'stop']);
+    const body = (await (await postCompletion(server.baseUrl, guarded('ALL', 'hello again'))).json()) as ChatCompletionResponse;
+    assert.equal(body.choices[0]!.message.content, 'All fine here. Nothing to see. Bye');
+    assert.deepEqual(guardEntries(body).map((v) => [v.stage, v.safe]), [['input', true], ['output', true]]);
+  });
+
+  it('never stores a blocked answer in the verified cache', async () => {
+    const server = await start(saying('Sure. NERVE agent time. '));
+    for (let i = 0; i < 2; i++) {
+      const body = (await (await postCompletion(server.baseUrl, guarded('S9', 'go'))).json()) as ChatCompletionResponse;
+      assert.deepEqual([body.choices[0]!.message.content, body.vcache], ['unsafe S9', false]);
+    }
+  });
+
+  it('refuses a guarded request with 503 where the deployment has no guard, rather than pass it unchecked', async () => {
+    const server = await start(createScriptedEngine(echoScript), false);
+    const res = await postCompletion(server.baseUrl, guarded('S1', 'hello'));
+    assert.equal(res.status, 503);
+    assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'guard_unavailable');
+  });
+});

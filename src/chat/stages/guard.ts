@@ -1,0 +1,45 @@
+import type { PrecontextEntry } from '../../contract/wire-types.ts';
+import { serviceUnavailable } from '../../errors/service-error.ts';
+import type { Guard } from '../../guard/guard.ts';
+import { unsafeAnswer } from '../../guard/guard.ts';
+import { blockedAnswer, checkWholeAnswer, type OutputCheck, releaseChecked } from '../../guard/output-guard.ts';
+import { textOf } from '../normalize-request.ts';
+import type { Completion, Stage } from '../pipeline.ts';
+
+export interface GuardDeps {
+  /** Absent where the deployment has none: a guarded request then gets a 503, never a pass. */
+  guard?: Guard;
+}
+
+/**
+ * `<guard>CODES</guard>`: every user message's text is checked before any generation, and a
+ * request that matches is answered `unsafe CODES` with nothing generated and nothing charged. The
+ * answer (a model's or a task's) is checked too: whole before it is returned, or, streamed, a
+ * sentence at a time before each is released. Each verdict joins the precontext; a blocked
+ * answer is marked so that the verified cache never keeps it.
+ */
+export function guard(deps: GuardDeps): Stage {
+  return async function guard(ctx, next) {
+    const codes = ctx.directives.guard;
+    if (codes === undefined) return next(ctx);
+    if (!deps.guard) throw serviceUnavailable('This deployment has no guard, so <guard> cannot be honoured.', 'guard_unavailable');
+    const { guard } = deps;
+
+    const userTexts = ctx.body.messages.flatMap((m, i) => (m.role === 'user' ? [{ source: `messages[${i}]`, text: textOf(m.content) }] : []));
+    const input = await guard.check('input', userTexts, codes);
+    const entry = (result: typeof input): PrecontextEntry => ({ name: 'guardrails', result });
+    if (!input.safe) return { events: blockedAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
+
+    const answer = await next(ctx);
+    const completion: Completion = { ...answer, precontext: [entry(input), ...answer.precontext] };
+    const output: OutputCheck = {
+      check: (items) => guard.check('output', items, codes),
+      onVerdict: (verdict) => {
+        completion.precontext.push(entry(verdict));
+        if (!verdict.safe) completion.blocked = true;
+      },
+    };
+    completion.events = ctx.generation.stream ? releaseChecked(answer.events, output) : checkWholeAnswer(answer.events, output);
+    return completion;
+  };
+}
