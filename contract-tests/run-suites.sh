@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 for url in "$@"; do
   echo "== $url"
-  SERVICE_BASE_URL=$url node --import tsx --test contract-tests/conformance.test.ts contract-tests/generation.test.ts contract-tests/tasks.test.ts contract-tests/hostile.test.ts
+  SERVICE_BASE_URL=$url node --import tsx --test contract-tests/conformance.test.ts contract-tests/generation.test.ts contract-tests/tasks.test.ts contract-tests/guard.test.ts contract-tests/hostile.test.ts
 done

@@ -1,8 +1,9 @@
 import type { Request, Response } from 'express';
-import { readDirectives } from '../chat/directives.ts';
+import { readDirectives, withoutDirectives } from '../chat/directives.ts';
 import { normalizeRequest } from '../chat/normalize-request.ts';
 import type { Logger, RequestContext, RequestFlags } from '../chat/request-context.ts';
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
+import type { GenerationRequest } from '../engines/engine.ts';
 import type { Caller } from '../keys/caller.ts';
 import { type AttachmentLimits, resolveAttachments } from '../inputs/attachments.ts';
 
@@ -37,7 +38,7 @@ export function createRequestContext(req: Request, res: Response, deps: { log: L
     signal: abort.signal,
     log: deps.log,
     body,
-    generation: normalizeRequest(body, abort.signal),
+    generation: withoutDirectiveTags(normalizeRequest(body, abort.signal)),
     directives: readDirectives(body.messages),
     attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits)),
   };
@@ -47,4 +48,12 @@ export function createRequestContext(req: Request, res: Response, deps: { log: L
 function once<T>(make: () => Promise<T>): () => Promise<T> {
   let made: Promise<T> | undefined;
   return () => (made ??= make());
+}
+
+/** The engine's request with the directives taken out of its system messages (and those left empty). */
+function withoutDirectiveTags(generation: GenerationRequest): GenerationRequest {
+  const messages = generation.messages
+    .map((m) => (m.role === 'system' ? { ...m, content: withoutDirectives(m.content) } : m))
+    .filter((m) => m.role !== 'system' || m.content !== '');
+  return { ...generation, messages };
 }

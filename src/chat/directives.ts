@@ -28,6 +28,11 @@ export function readDirectives(messages: Message[]): Directives {
   };
 }
 
+/** A system message's text without its `<task>` and `<guard>` tags: the model never reads them. */
+export function withoutDirectives(text: string): string {
+  return takeTags(takeTags(text, 'task').rest, 'guard').rest.trim();
+}
+
 /**
  * Every `<name>value</name>` in `text` (tag names case-insensitive, values without `<`, trimmed),
  * and the text with those tags taken out. Scans with indexOf, never backtracking, so caller text

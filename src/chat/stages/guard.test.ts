@@ -121,6 +121,15 @@ describe('the guard stage', () => {
     }
   });
 
+  it('takes the directive out of the system message before the model reads it', async () => {
+    const server = await start(createScriptedEngine((request) => [
+      { type: 'content', text: request.messages.find((m) => m.role === 'system')!.content },
+      { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } },
+    ]));
+    const body = (await (await postCompletion(server.baseUrl, guarded('S1', 'hello'))).json()) as ChatCompletionResponse;
+    assert.equal(body.choices[0]!.message.content, 'Be brief.');
+  });
+
   it('refuses a guarded request with 503 where the deployment has no guard, rather than pass it unchecked', async () => {
     const server = await start(createScriptedEngine(echoScript), false);
     const res = await postCompletion(server.baseUrl, guarded('S1', 'hello'));
