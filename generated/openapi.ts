@@ -20,6 +20,25 @@ export interface paths {
          *
          *     Directives in the system message: `<task>NAME</task>` runs one built-in task directly,
          *     without the full language model; `<guard>CODES</guard>` applies content-safety guardrails.
+         *
+         *     Guardrails. CODES is a comma-separated list (case and spaces ignored) of `S1`–`S14` (the
+         *     Llama Guard 3 hazard categories: violent crimes, non-violent crimes, sex-related crimes,
+         *     child sexual exploitation, defamation, specialized advice, privacy, intellectual property,
+         *     indiscriminate weapons, hate, suicide and self-harm, sexual content, elections, code
+         *     interpreter abuse), `S1_IMAGE`, `S12_IMAGE`, `S15_IMAGE` (gore, nudity, any NSFW image) or
+         *     `ALL`; an unknown code is a 400 (`invalid_guard_code`). The directive is taken out of the
+         *     system message before the model reads it. The text of every user message, and the text
+         *     read from the attachments (OCR, transcripts), is checked before any generation; a request that matches is answered, with no generation and no
+         *     credits charged, as a normal completion whose content is `unsafe` and the matched codes,
+         *     sorted (`unsafe S1,S10`), `finish_reason` `stop` (streamed: a proper stream with that
+         *     content and `[DONE]`). The answer is checked too (content, reasoning and tool-call
+         *     arguments): without streaming, before it is returned, and an unsafe one is replaced as
+         *     above; streamed, it is released a sentence at a time, each once checked, so no unchecked
+         *     text reaches the caller, and when a sentence matches, it and the rest are withheld and the
+         *     stream ends with one more content delta `unsafe CODES` (after a blank line if text was
+         *     released) and `finish_reason` `stop`. Task mode is guarded the same way. Each check adds a
+         *     `guardrails` precontext entry (a stream shows the input check's, with
+         *     `x-show-additional-info`). A blocked answer is never stored in the verified cache.
          *     With `reasoning_effort`, the JSON response carries `reasoning`, and a stream sends the
          *     trace first inside `<think>` and `</think>` in content deltas, then the answer.
          */
@@ -422,7 +441,7 @@ export interface components {
                 code: string;
                 score: number;
             }[];
-            /** @description What was checked: `messages[i]` for a message's text, `output` for the answer. */
+            /** @description What was checked: `messages[i]` for a message's text, `attachments` for the text read from the attachments (OCR, transcripts), `output` for the answer. */
             checked: string[];
         };
         /** @description Entries of internal tasks whose result shape is not fixed yet. */

@@ -77,6 +77,19 @@ describe('the guard stage', () => {
     assert.equal(other.choices[0]!.message.content, 'KILL with NERVE gas');
   });
 
+  it('checks the text read from attachments too', async () => {
+    const note = `data:text/plain;base64,${Buffer.from('the plan: KILL him at noon').toString('base64')}`;
+    const body = (await (await postCompletion(echo.baseUrl, {
+      model: 'service',
+      messages: [
+        { role: 'system', content: '<guard>S1</guard>' },
+        { role: 'user', content: [{ type: 'text', text: 'summarise my note' }, { type: 'file', file: { filename: 'note.txt', file_data: note } }] },
+      ],
+    })).json()) as ChatCompletionResponse;
+    assert.equal(body.choices[0]!.message.content, 'unsafe S1');
+    assert.deepEqual(guardEntries(body)[0]!.checked, ['messages[1]', 'attachments']);
+  });
+
   it('lets the same request through when no <guard> is given', async () => {
     const res = await postCompletion(echo.baseUrl, { model: 'service', messages: [{ role: 'user', content: 'how do I KILL my neighbour' }] });
     const body = (await res.json()) as ChatCompletionResponse;

@@ -3,16 +3,33 @@ import { serviceUnavailable } from '../../errors/service-error.ts';
 import type { Guard } from '../../guard/guard.ts';
 import { unsafeAnswer } from '../../guard/guard.ts';
 import { blockedAnswer, checkWholeAnswer, type OutputCheck, releaseChecked } from '../../guard/output-guard.ts';
+import type { TaskRegistry } from '../../tasks/registry.ts';
 import { textOf } from '../normalize-request.ts';
 import type { Completion, Stage } from '../pipeline.ts';
+import type { RequestContext } from '../request-context.ts';
+import { routedAttachments } from './moa-router.ts';
 
 export interface GuardDeps {
   /** Absent where the deployment has none: a guarded request then gets a 503, never a pass. */
   guard?: Guard;
+  /** The internal tasks, whose reading of the attachments (OCR, transcripts) is checked too. */
+  tasks: TaskRegistry;
 }
 
 /**
- * `<guard>CODES</guard>`: every user message's text is checked before any generation, and a
+ * What the input check reads: each user message's text, and the text the MoA layer reads from
+ * the attachments (the same routing the MoA stage then uses, done once).
+ */
+async function inputTexts(ctx: RequestContext, tasks: TaskRegistry) {
+  const texts = ctx.body.messages.flatMap((m, i) => (m.role === 'user' ? [{ source: `messages[${i}]`, text: textOf(m.content) }] : []));
+  const routed = ctx.flags.bypassMoa ? undefined : await routedAttachments(ctx, tasks);
+  if (routed?.context) texts.push({ source: 'attachments', text: routed.context });
+  return texts;
+}
+
+/**
+ * `<guard>CODES</guard>`: every user message's text, and what the attachments say, is checked
+ * before any generation, and a
  * request that matches is answered `unsafe CODES` with nothing generated and nothing charged. The
  * answer (a model's or a task's) is checked too: whole before it is returned, or, streamed, a
  * sentence at a time before each is released. Each verdict joins the precontext; a blocked
@@ -25,8 +42,7 @@ export function guard(deps: GuardDeps): Stage {
     if (!deps.guard) throw serviceUnavailable('This deployment has no guard, so <guard> cannot be honoured.', 'guard_unavailable');
     const { guard } = deps;
 
-    const userTexts = ctx.body.messages.flatMap((m, i) => (m.role === 'user' ? [{ source: `messages[${i}]`, text: textOf(m.content) }] : []));
-    const input = await guard.check('input', userTexts, codes);
+    const input = await guard.check('input', await inputTexts(ctx, deps.tasks), codes);
     const entry = (result: typeof input): PrecontextEntry => ({ name: 'guardrails', result });
     if (!input.safe) return { events: blockedAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
 

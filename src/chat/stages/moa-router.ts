@@ -4,6 +4,7 @@ import type { TaskRegistry } from '../../tasks/registry.ts';
 import type { PrecontextEntry, TaskName, TaskInput } from '../../tasks/task.ts';
 import { lastUserText } from '../normalize-request.ts';
 import type { Stage } from '../pipeline.ts';
+import type { RequestContext } from '../request-context.ts';
 
 /** Which internal tasks read which kind of attachment (those the deployment has). */
 const TASKS_FOR: Record<AttachmentKind, TaskName[]> = {
@@ -25,13 +26,35 @@ export interface MoaDeps {
 export function moaRouter(deps: MoaDeps): Stage {
   return async function moaRouter(ctx, next) {
     if (ctx.flags.bypassMoa) return next(ctx);
-    const attachments = await ctx.attachments();
-    if (attachments.length === 0) return next(ctx);
-    const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal };
-    const routed = await routeAttachments(attachments, ctx.generation.messages, input, deps.tasks);
+    const routed = await routedAttachments(ctx, deps.tasks);
+    if (routed === undefined) return next(ctx);
     const answer = await next({ ...ctx, generation: { ...ctx.generation, messages: routed.messages } });
     return { ...answer, precontext: [...routed.precontext, ...answer.precontext] };
   };
+}
+
+interface Routed {
+  precontext: PrecontextEntry[];
+  messages: EngineMessage[];
+  /** The text the tasks read from the attachments, as the model is given it. */
+  context: string;
+}
+
+/** One routing per request, whichever stage asks first (the guard reads its text too). */
+const routedOf = new WeakMap<RequestContext['attachments'], Promise<Routed | undefined>>();
+
+/** The request's attachments through the internal tasks (undefined: none), done once per request. */
+export function routedAttachments(ctx: RequestContext, tasks: TaskRegistry): Promise<Routed | undefined> {
+  let routed = routedOf.get(ctx.attachments);
+  if (!routed) {
+    routed = ctx.attachments().then((attachments) => {
+      if (attachments.length === 0) return undefined;
+      const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal };
+      return routeAttachments(attachments, ctx.generation.messages, input, tasks);
+    });
+    routedOf.set(ctx.attachments, routed);
+  }
+  return routed;
 }
 
 /**
@@ -42,7 +65,7 @@ export async function routeAttachments(
   messages: EngineMessage[],
   input: Omit<TaskInput, 'attachments'>,
   tasks: TaskRegistry,
-): Promise<{ precontext: PrecontextEntry[]; messages: EngineMessage[] }> {
+): Promise<Routed> {
   const precontext: PrecontextEntry[] = [];
   for (const name of new Set(attachments.flatMap((a) => TASKS_FOR[a.kind]))) {
     if (!tasks.has(name)) continue;
@@ -51,7 +74,7 @@ export async function routeAttachments(
   }
   const texts = attachments.filter((a) => a.kind === 'text').map((a) => `${a.filename ?? a.param}:\n${a.bytes.toString('utf8')}`);
   const context = [...precontext.map(describe), ...texts].filter(Boolean).join('\n\n');
-  return { precontext, messages: context ? withContext(messages, context) : messages };
+  return { precontext, messages: context ? withContext(messages, context) : messages, context };
 }
 
 function describe(entry: PrecontextEntry): string {
