@@ -8,7 +8,9 @@ import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts'
 import { dataUrl } from '../testing/fixtures.ts';
 import { hello, postCompletion, startTestServer } from '../testing/test-server.ts';
 
-const SKIP = new Set(['node_modules', '.git', 'models', '.venv', '.venv-stt', 'fixtures']);
+/** Installed things, not written by the service: the Python environments (.venv*) among them. */
+const SKIP = new Set(['node_modules', '.git', 'models', 'fixtures']);
+const skipped = (name: string) => SKIP.has(name) || name.startsWith('.venv');
 
 /** Files under `root` changed since `since` whose bytes hold `needle`. */
 function filesHolding(root: string, needle: string, since: number): string[] {
@@ -21,7 +23,7 @@ function filesHolding(root: string, needle: string, since: number): string[] {
       return; // another process's private directory
     }
     for (const name of names) {
-      if (SKIP.has(name)) continue;
+      if (skipped(name)) continue;
       const path = join(dir, name);
       try {
         const stat = statSync(path);
