@@ -24,9 +24,12 @@ const ask = async (system: string, user: string) => {
     body: JSON.stringify({ model: 'service', max_tokens: 8, temperature: 0, messages: [{ role: 'system', content: system }, { role: 'user', content: user }] }),
   });
   const body = (await res.json()) as { choices?: { message: { content: string } }[] };
-  if (res.status !== 200 || body.choices?.[0]?.message.content.startsWith('unsafe')) throw new Error(`unexpected answer ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+  if (res.status !== 200) throw new Error(`unexpected answer ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+  // A harmless request blocked (its input or the model's answer) is a false positive: counted.
+  if (body.choices?.[0]?.message.content.startsWith('unsafe')) blocked.push(body.choices[0].message.content);
   return performance.now() - start;
 };
+const blocked: string[] = [];
 
 const rows: { input: string; guarded: boolean; p50Ms: number; p99Ms: number }[] = [];
 try {
@@ -48,4 +51,5 @@ for (const name of Object.keys(inputs)) {
   const [plain, guarded] = [rows.find((r) => r.input === name && !r.guarded)!, rows.find((r) => r.input === name && r.guarded)!];
   console.log(`| ${name} | ${plain.p50Ms} / ${plain.p99Ms} | ${guarded.p50Ms} / ${guarded.p99Ms} | ${(guarded.p50Ms / plain.p50Ms).toFixed(2)} / ${(guarded.p99Ms / plain.p99Ms).toFixed(2)} |`);
 }
-writeFileSync('bench/results/guard.json', `${JSON.stringify({ when: new Date().toISOString(), requests: REQUESTS, rows }, null, 2)}\n`);
+console.log(`\nharmless requests blocked (false positives, input or the model's answer): ${blocked.length} ${blocked.join(', ')}`);
+writeFileSync('bench/results/guard.json', `${JSON.stringify({ when: new Date().toISOString(), requests: REQUESTS, rows, blocked }, null, 2)}\n`);

@@ -34,7 +34,7 @@ export async function startChildServer(script: string, env: Record<string, strin
   const port = await freePort();
   const child = fork(script, [], {
     execArgv: ['--import', 'tsx', '--import', new URL('./process-stats.ts', import.meta.url).pathname],
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', BENCH_PROCESS_STATS: '1' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${script} exited (${code})`))));

@@ -7,7 +7,7 @@ import { matchedTextCodes, type TextScores, type Thresholds } from './text/text-
 /** What the guard needs of a text classifier (the real one, or a scripted one in tests). */
 export interface TextScorer {
   thresholds(): Promise<Thresholds>;
-  score(texts: string[]): Promise<TextScores[]>;
+  score(texts: string[]): Promise<TextScores[][]>;
   close?(): Promise<void>;
 }
 
@@ -31,8 +31,8 @@ export class Guard {
     const best = new Map<TextCode, number>();
     if (textCodes.length > 0 && present.length > 0) {
       const [thresholds, scores] = await this.classify(present.map((item) => item.text));
-      for (const score of scores) {
-        for (const code of matchedTextCodes(score, textCodes, thresholds)) best.set(code, Math.max(best.get(code) ?? 0, score.codes[code]));
+      for (const spans of scores) {
+        for (const [code, score] of matchedTextCodes(spans, textCodes, thresholds)) best.set(code, Math.max(best.get(code) ?? 0, score));
       }
     }
     const matched = TEXT_CODES.filter((code) => best.has(code)).map((code) => ({ code, score: best.get(code)! }));
@@ -46,7 +46,7 @@ export class Guard {
     return this.text.close?.() ?? Promise.resolve();
   }
 
-  private async classify(texts: string[]): Promise<[Thresholds, TextScores[]]> {
+  private async classify(texts: string[]): Promise<[Thresholds, TextScores[][]]> {
     try {
       return await Promise.all([this.text.thresholds(), this.text.score(texts)]);
     } catch (err) {

@@ -11,12 +11,12 @@ import { postCompletion, startTestServer, type TestServer } from '../../testing/
 /** A scripted classifier (tests only): "KILL" is S1, "NERVE" is S9, anything else is safe. */
 const scriptedScorer: TextScorer = {
   thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-  score: async (texts) => texts.map((text) => {
+  score: async (texts) => texts.map((text) => [(() => {
     const codes = Object.fromEntries(TEXT_CODES.map((c) => [c, 0.01])) as Record<(typeof TEXT_CODES)[number], number>;
     if (text.includes('KILL')) codes.S1 = 0.97;
     if (text.includes('NERVE')) codes.S9 = 0.93;
     return { harmful: text.includes('KILL') || text.includes('NERVE') ? 0.99 : 0.02, codes };
-  }),
+  })()]),
 };
 
 /** Answers with these sentences whatever it is asked, one delta per few words. */

@@ -29,7 +29,7 @@ const ratio = (a: number, b: number) => (b === 0 ? 0 : Number((a / b).toFixed(3)
 export async function evaluate(classifier: TextClassifier, labelled: LabelledText[]): Promise<GuardQuality> {
   const thresholds = await classifier.thresholds();
   const scores = await classifier.score(labelled.map((l) => l.text));
-  const matched = scores.map((s) => matchedTextCodes(s, TEXT_CODES, thresholds));
+  const matched = scores.map((spans) => [...matchedTextCodes(spans, TEXT_CODES, thresholds).keys()]);
   const harmful = labelled.map((l) => l.codes.length > 0);
   const blocked = matched.map((m) => m.length > 0);
   const count = (pick: (i: number) => boolean) => labelled.filter((_, i) => pick(i)).length;

