@@ -37,8 +37,8 @@ export interface paths {
          *     text reaches the caller, and when a sentence matches, it and the rest are withheld and the
          *     stream ends with one more content delta `unsafe CODES` (after a blank line if text was
          *     released) and `finish_reason` `stop`. Task mode is guarded the same way. Each check adds a
-         *     `guardrails` precontext entry (a stream shows the input check's, with
-         *     `x-show-additional-info`). A blocked answer is never stored in the verified cache.
+         *     `guardrails` precontext entry (a stream, with `x-show-additional-info`, shows the
+         *     input check's first and the output check's before its final chunk). A blocked answer is never stored in the verified cache.
          *     With `reasoning_effort`, the JSON response carries `reasoning`, and a stream sends the
          *     trace first inside `<think>` and `</think>` in content deltas, then the answer.
          */
@@ -606,8 +606,9 @@ export interface components {
          *     - Tool calls stream as `delta.tool_calls`: the first delta of each call carries `index`,
          *       `id`, `type` and `function.name`; later deltas carry fragments of
          *       `function.arguments` under the same `index`.
-         *     - With `x-show-additional-info: true`, one chunk before the answer carries the precontext
-         *       as `<precontext>{"name":…,"result":…}</precontext>` in its content.
+         *     - With `x-show-additional-info: true`, chunks before the answer carry the precontext as
+         *       `<precontext>{"name":…,"result":…}</precontext>` in their content; an entry made while
+         *       the answer is generated (the guard's output verdict) comes before the final chunk.
          *     - An error after the stream has started arrives as a final `data: {"error":{…}}` event
          *       (an `ErrorEnvelope`), then `data: [DONE]`.
          */
@@ -792,7 +793,11 @@ export interface components {
         };
     };
     parameters: {
-        /** @description With `true` and streaming, the precontext is emitted inline in one chunk at the start of the stream. */
+        /**
+         * @description With `true` and streaming, the precontext is emitted inline at the start of the stream; an
+         *     entry made while the answer is generated (the guard's output verdict) comes before the
+         *     final chunk.
+         */
         ShowAdditionalInfo: boolean;
         /**
          * @description `true` requests zero data retention: the request and its answer are written nowhere — not
@@ -854,7 +859,11 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description With `true` and streaming, the precontext is emitted inline in one chunk at the start of the stream. */
+                /**
+                 * @description With `true` and streaming, the precontext is emitted inline at the start of the stream; an
+                 *     entry made while the answer is generated (the guard's output verdict) comes before the
+                 *     final chunk.
+                 */
                 "x-show-additional-info"?: components["parameters"]["ShowAdditionalInfo"];
                 /**
                  * @description `true` requests zero data retention: the request and its answer are written nowhere — not

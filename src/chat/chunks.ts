@@ -4,7 +4,10 @@ import { type CompletionMeta, toWireUsage } from './completion-response.ts';
 
 export interface ChunkOptions {
   includeUsage: boolean;
-  /** Sent before the answer, one chunk each, as `<precontext>{…}</precontext>` (x-show-additional-info). */
+  /**
+   * Sent before the answer, one chunk each, as `<precontext>{…}</precontext>` (x-show-additional-info);
+   * entries added to the array while the answer is made are sent before its final chunk.
+   */
   precontext?: PrecontextEntry[];
   /** Reasoning in `delta.reasoning_content` instead of `<think>` tags in content (x-service-reasoning-delta). */
   reasoningDelta?: boolean;
@@ -31,6 +34,12 @@ export async function* toChunks(
   });
   let started = false;
   let thinking = false;
+  /** Precontext entries sent so far: a stage may add one late (the guard's output verdict). */
+  let shown = 0;
+  const precontextChunks = function* () {
+    const entries = options.precontext ?? [];
+    for (; shown < entries.length; shown++) yield chunk({ content: `<precontext>${JSON.stringify(entries[shown])}</precontext>` });
+  };
   const closeThinking = function* () {
     if (thinking) {
       thinking = false;
@@ -44,7 +53,7 @@ export async function* toChunks(
     if (!started) {
       started = true;
       yield chunk({ role: 'assistant', content: '' });
-      for (const entry of options.precontext ?? []) yield chunk({ content: `<precontext>${JSON.stringify(entry)}</precontext>` });
+      yield* precontextChunks();
     }
     switch (event.type) {
       case 'reasoning':
@@ -75,6 +84,7 @@ export async function* toChunks(
         break;
       case 'done': {
         yield* closeThinking();
+        yield* precontextChunks(); // entries added while the answer was made
         yield chunk({}, event.finishReason);
         const { id, created, model } = meta;
         if (options.includeUsage) {

@@ -117,6 +117,15 @@ describe('the guard stage', () => {
     assert.equal(finish, 'stop');
   });
 
+  it('shows both verdicts in a stream with x-show-additional-info: the input first, the output before the final chunk', async () => {
+    const server = await start(saying('Here is a story. It has NERVE agents in it. '));
+    const res = await postCompletion(server.baseUrl, guarded('S9', 'tell me a story', { stream: true }), { 'x-show-additional-info': 'true' });
+    const { content } = await readStream(res);
+    const verdicts = [...content.matchAll(/<precontext>(.*?)<\/precontext>/g)].map((m) => JSON.parse(m[1]!).result as GuardrailsResult);
+    assert.deepEqual(verdicts.map((v) => [v.stage, v.safe]), [['input', true], ['output', false]]);
+    assert.equal(content.replace(/<precontext>.*?<\/precontext>/g, ''), 'Here is a story.\n\nunsafe S9');
+  });
+
   it('streams a safe answer whole, and a non-streamed safe answer carries a safe output verdict', async () => {
     const server = await start(saying('All fine here. Nothing to see. Bye'));
     const streamed = await readStream(await postCompletion(server.baseUrl, guarded('ALL', 'hello', { stream: true })));
