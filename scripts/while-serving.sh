@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # usage: while-serving.sh URL 'SERVER COMMAND' COMMAND...
 # Starts the server in the background, waits until URL answers any HTTP status, runs COMMAND,
-# stops the server and exits with COMMAND's status. The server's log goes to .cache/.
+# stops the server and exits with COMMAND's status. The server's log goes to .cache/. The server
+# runs in a process group of its own, and the whole group is stopped: a server started through a
+# launcher (npx prism …) would otherwise outlive it.
 set -euo pipefail
 url=$1 server=$2
 shift 2
 mkdir -p .cache
 log=".cache/server-$(date +%s%N).log"
-bash -c "$server" >"$log" 2>&1 &
+setsid bash -c "$server" >"$log" 2>&1 &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do
   code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url" || true)
   [ "$code" != "000" ] && break
