@@ -50,6 +50,12 @@ export async function foldEvents(events: AsyncIterable<GenerationEvent>): Promis
   throw new Error('engine stream ended without a done event');
 }
 
+/** An answer that is one text, made without generating (a task's result, a blocked answer). */
+export async function* textAnswer(text: string, usage: TokenUsage = { promptTokens: 0, completionTokens: 0 }): AsyncGenerator<GenerationEvent> {
+  yield { type: 'content', text };
+  yield { type: 'done', finishReason: 'stop', usage };
+}
+
 /** The events that make `folded` again, for an answer that was collected (checked, or cached). */
 export async function* replayEvents(folded: FoldedGeneration): AsyncGenerator<GenerationEvent> {
   if (folded.reasoning) yield { type: 'reasoning', text: folded.reasoning };

@@ -1,20 +1,12 @@
 import type { GuardrailsResult } from '../contract/wire-types.ts';
-import type { GenerationEvent, TokenUsage } from '../engines/engine.ts';
-import { EventFold, type FoldedGeneration, replayEvents } from '../engines/fold-events.ts';
+import type { GenerationEvent } from '../engines/engine.ts';
+import { EventFold, type FoldedGeneration, replayEvents, textAnswer } from '../engines/fold-events.ts';
 import { type Checked, unsafeAnswer } from './guard.ts';
 
 /** Checks output texts; `onVerdict` hears every verdict (for the precontext and the cache). */
 export interface OutputCheck {
   check(items: Checked[]): Promise<GuardrailsResult>;
   onVerdict(verdict: GuardrailsResult): void;
-}
-
-const NO_USAGE: TokenUsage = { promptTokens: 0, completionTokens: 0 };
-
-/** The answer a blocked request or output gets: `unsafe CODES`, finish_reason stop. */
-export async function* blockedAnswer(text: string, usage: TokenUsage = NO_USAGE): AsyncGenerator<GenerationEvent> {
-  yield { type: 'content', text };
-  yield { type: 'done', finishReason: 'stop', usage };
 }
 
 const outputTexts = (folded: Pick<FoldedGeneration, 'content' | 'reasoning' | 'toolCalls'>): Checked[] => [
@@ -31,7 +23,7 @@ export async function* checkWholeAnswer(events: AsyncIterable<GenerationEvent>, 
     if (!folded) continue;
     const verdict = await output.check(outputTexts(folded));
     output.onVerdict(verdict);
-    yield* verdict.safe ? replayEvents(folded) : blockedAnswer(unsafeAnswer(verdict), folded.usage);
+    yield* verdict.safe ? replayEvents(folded) : textAnswer(unsafeAnswer(verdict), folded.usage);
     return;
   }
 }
@@ -108,5 +100,5 @@ export async function* releaseChecked(events: AsyncIterable<GenerationEvent>, ou
     }
     if (blocked) break; // leaving the loop stops the source
   }
-  if (blocked) yield* blockedAnswer(`${released ? '\n\n' : ''}${unsafeAnswer(blocked)}`);
+  if (blocked) yield* textAnswer(`${released ? '\n\n' : ''}${unsafeAnswer(blocked)}`);
 }

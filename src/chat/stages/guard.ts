@@ -1,8 +1,8 @@
 import type { PrecontextEntry } from '../../contract/wire-types.ts';
 import { serviceUnavailable } from '../../errors/service-error.ts';
-import type { Guard } from '../../guard/guard.ts';
-import { unsafeAnswer } from '../../guard/guard.ts';
-import { blockedAnswer, checkWholeAnswer, type OutputCheck, releaseChecked } from '../../guard/output-guard.ts';
+import { textAnswer } from '../../engines/fold-events.ts';
+import { type Guard, unsafeAnswer } from '../../guard/guard.ts';
+import { checkWholeAnswer, type OutputCheck, releaseChecked } from '../../guard/output-guard.ts';
 import type { TaskRegistry } from '../../tasks/registry.ts';
 import { textOf } from '../normalize-request.ts';
 import type { Completion, Stage } from '../pipeline.ts';
@@ -44,7 +44,7 @@ export function guard(deps: GuardDeps): Stage {
 
     const input = await guard.check('input', await inputTexts(ctx, deps.tasks), codes);
     const entry = (result: typeof input): PrecontextEntry => ({ name: 'guardrails', result });
-    if (!input.safe) return { events: blockedAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
+    if (!input.safe) return { events: textAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
 
     const answer = await next(ctx);
     const completion: Completion = { ...answer, precontext: [entry(input), ...answer.precontext] };

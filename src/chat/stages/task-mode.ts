@@ -1,5 +1,5 @@
 import type { ChatCompletionRequest } from '../../contract/wire-types.ts';
-import type { GenerationEvent } from '../../engines/engine.ts';
+import { textAnswer } from '../../engines/fold-events.ts';
 import { invalidRequest } from '../../errors/service-error.ts';
 import type { TaskRegistry } from '../../tasks/registry.ts';
 import { lastUserText } from '../normalize-request.ts';
@@ -28,13 +28,8 @@ export function taskMode(deps: TaskModeDeps): Stage {
       attachments, text: lastUserText(ctx.body.messages), instructions: ctx.directives.instructions,
       output: ctx.generation.output, signal: ctx.signal,
     });
-    return { events: answer(JSON.stringify(entry)), precontext: [entry] };
+    return { events: textAnswer(JSON.stringify(entry)), precontext: [entry] };
   };
-}
-
-async function* answer(text: string): AsyncGenerator<GenerationEvent> {
-  yield { type: 'content', text };
-  yield { type: 'done', finishReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 } };
 }
 
 function checkOpenFormat(body: ChatCompletionRequest): void {
