@@ -39,6 +39,7 @@ setup: .cache/system-packages.installed node_modules/.installed .venv/.installed
 	.cache/fixtures/photos/horse.png
 
 .cache/fixtures/photos/horse.png: scripts/install-test-photos.sh
+	@rm -f $@
 	scripts/install-test-photos.sh
 
 .cache/system-packages.installed: scripts/install-system-packages.sh
@@ -148,10 +149,16 @@ bench-account: setup
 bench-gateway: setup
 	$(NODE) bench/gateway.bench.ts
 
-# The text guard's quality on the held-out labelled set: per-code precision and recall, the
-# false-positive rate, a confusion matrix (README); writes bench/results/guard-eval.json.
-guard-eval: setup
+# The guard's quality (README): the text classifier on the held-out labelled set (per-code
+# precision and recall, the false-positive rate, a confusion matrix; bench/results/guard-eval.json),
+# and the image codes on pictures from Debian packages (bench/results/guard-images.json).
+guard-eval: setup .cache/fixtures/guard-images/.complete
 	$(NODE) bench/guard-eval.bench.ts
+	$(NODE) bench/guard-images.bench.ts
+
+.cache/fixtures/guard-images/.complete: scripts/install-guard-images.sh
+	@rm -f $@
+	scripts/install-guard-images.sh
 
 # Accuracy of the tasks on the project's own fixtures (README).
 accuracy: setup

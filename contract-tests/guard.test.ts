@@ -1,9 +1,10 @@
 // Guardrails of any implementation at SERVICE_BASE_URL, driven by the official openai SDK: a
 // harmful request under <guard> is answered "unsafe CODES" (200, finish_reason stop, streamed or
 // not), the same request unguarded is answered by the model, a harmless look-alike passes
-// <guard>ALL</guard>, and an unknown code is a 400. The texts are unambiguous on purpose: this
+// <guard>ALL</guard>, a landscape photo passes the image codes, and an unknown code is a 400. The texts are unambiguous on purpose: this
 // checks the contract's behaviour, not a classifier's edge (that is make guard-eval's job).
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { target } from './target.ts';
@@ -50,6 +51,21 @@ describe(`guardrails at ${baseUrl}, official openai SDK`, () => {
   it('lets a harmless look-alike through <guard>ALL</guard>', async () => {
     const answer = await ask('<guard>ALL</guard>', LOOKALIKE);
     assert.doesNotMatch(answer.choices[0]!.message.content ?? '', /^unsafe S/);
+  });
+
+  it('lets a landscape photo through the image codes, and says they were checked', async () => {
+    const landscape = readFileSync('.cache/fixtures/photos/Dune.jpg').toString('base64');
+    const answer = await openai.chat.completions.create({
+      model: 'service', max_tokens: 16, temperature: 0,
+      messages: [
+        { role: 'system', content: '<guard>S12_IMAGE,S15_IMAGE</guard>' },
+        { role: 'user', content: [{ type: 'text', text: 'Describe this photo.' }, { type: 'image_url', image_url: { url: `data:image/jpeg;base64,${landscape}` } }] },
+      ],
+    }, { headers: { 'x-service-bypass-cache': 'true' } });
+    assert.doesNotMatch(answer.choices[0]!.message.content ?? '', /^unsafe S/);
+    const verdict = (answer as unknown as { precontext: { name: string; result: { codes_checked: string[]; checked: string[] } }[] }).precontext
+      .find((e) => e.name === 'guardrails')!.result;
+    assert.deepEqual([verdict.codes_checked, verdict.checked], [['S12_IMAGE', 'S15_IMAGE'], ['messages[1].content[1]']]);
   });
 
   it('refuses an unknown guard code with 400, naming the valid codes', async () => {

@@ -27,8 +27,9 @@ export interface paths {
          *     indiscriminate weapons, hate, suicide and self-harm, sexual content, elections, code
          *     interpreter abuse), `S1_IMAGE`, `S12_IMAGE`, `S15_IMAGE` (gore, nudity, any NSFW image) or
          *     `ALL`; an unknown code is a 400 (`invalid_guard_code`). The directive is taken out of the
-         *     system message before the model reads it. The text of every user message, and the text
-         *     read from the attachments (OCR, transcripts), is checked before any generation; a request that matches is answered, with no generation and no
+         *     system message before the model reads it. The text of every user message, the text read
+         *     from the attachments (OCR, transcripts), and, for the image codes, every attached image,
+         *     are checked before any generation; a request that matches is answered, with no generation and no
          *     credits charged, as a normal completion whose content is `unsafe` and the matched codes,
          *     sorted (`unsafe S1,S10`), `finish_reason` `stop` (streamed: a proper stream with that
          *     content and `[DONE]`). The answer is checked too (content, reasoning and tool-call
@@ -432,8 +433,9 @@ export interface components {
             /** @description The listed codes that were checked (`ALL` expanded). */
             codes_checked: string[];
             /**
-             * @description Listed codes this deployment has no classifier for yet (the image codes); they were
-             *     not checked, and say so here rather than pass silently.
+             * @description Listed codes this deployment cannot judge (no classifier for them, or, for
+             *     `S1_IMAGE`, no object detector to find the people in the images); they were not
+             *     checked, and say so here rather than pass silently.
              */
             codes_unavailable: string[];
             /** @description The codes that matched, sorted, each with its classifier score. */
@@ -441,7 +443,7 @@ export interface components {
                 code: string;
                 score: number;
             }[];
-            /** @description What was checked: `messages[i]` for a message's text, `attachments` for the text read from the attachments (OCR, transcripts), `output` for the answer. */
+            /** @description What was checked: `messages[i]` for a message's text, `attachments` for the text read from the attachments (OCR, transcripts), `messages[i].content[j]` for an image, `output` for the answer. */
             checked: string[];
         };
         /** @description Entries of internal tasks whose result shape is not fixed yet. */

@@ -5,9 +5,10 @@ import { createEngine } from './engines/create-engine.ts';
 import { ApiKeys } from './keys/api-keys.ts';
 import { Drain } from './http/drain.ts';
 import { Guard } from './guard/guard.ts';
+import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
 import { createStore } from './store/create-store.ts';
-import { attachmentLimitsOf, createTasks } from './tasks/create-tasks.ts';
+import { attachmentLimitsOf, createTasks, workerLimitsOf } from './tasks/create-tasks.ts';
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
@@ -16,8 +17,11 @@ async function start(): Promise<void> {
   const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: config.cache.maxEntries });
   const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
   const drain = new Drain();
-  // The classifier's worker starts with the first guarded request, and loads its model once.
-  const guard = new Guard(new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs }));
+  // The classifiers' workers start with the first guarded request, and load their models once.
+  const guard = new Guard(
+    new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs }),
+    new ImageClassifier(workerLimitsOf(config)),
+  );
   const app = createApp({
     engine, tasks, keys, store, drain, guard,
     quota: quotaOptionsOf(config),

@@ -17,7 +17,8 @@ export const CODE_NAMES: Record<GuardCode, string> = {
   S1_IMAGE: 'gore or graphic violence in an image', S12_IMAGE: 'nudity or sexual content in an image', S15_IMAGE: 'any NSFW image',
 };
 
-const ALL_CODES: GuardCode[] = [...TEXT_CODES, ...IMAGE_CODES];
+/** Every code, in the order verdicts list them. */
+export const ALL_CODES: GuardCode[] = [...TEXT_CODES, ...IMAGE_CODES];
 
 /**
  * The codes of a `<guard>` directive: comma-separated, case and spaces ignored, `ALL` for every
@@ -40,3 +41,4 @@ export function parseGuardCodes(listed: string[]): GuardCode[] {
 }
 
 export const isTextCode = (code: GuardCode): code is TextCode => (TEXT_CODES as readonly string[]).includes(code);
+export const isImageCode = (code: GuardCode): code is ImageCode => (IMAGE_CODES as readonly string[]).includes(code);

@@ -1,7 +1,10 @@
 import type { GuardrailsResult } from '../contract/wire-types.ts';
 import { serviceUnavailable } from '../errors/service-error.ts';
 import { LineWorkerError } from '../workers/line-worker.ts';
-import { type GuardCode, isTextCode, TEXT_CODES, type TextCode } from './codes.ts';
+import { ALL_CODES, type GuardCode, type ImageCode, isImageCode, isTextCode, type TextCode } from './codes.ts';
+import type { ImageScorer } from './image/image-classifier.ts';
+import { matchedImageCodes } from './image/image-codes.ts';
+import type { Region } from './image/image-model.ts';
 import { matchedTextCodes, type TextScores, type Thresholds } from './text/text-classifier.ts';
 
 /** What the guard needs of a text classifier (the real one, or a scripted one in tests). */
@@ -18,37 +21,54 @@ export interface Checked {
 }
 
 /**
- * Checks texts against the codes a `<guard>` directive lists and answers the verdict in the
- * contract's shape. Codes it has no classifier for (the image codes, for now) are reported as
- * unavailable in the verdict, never passed as if checked.
+ * A picture to check, where it came from (`messages[1].content[0]`), and the people and animals
+ * found in it (undefined when no object detector ran: then gore cannot be judged).
+ */
+export interface CheckedImage {
+  source: string;
+  image: Buffer;
+  beings: Region[] | undefined;
+}
+
+/**
+ * Checks texts and pictures against the codes a `<guard>` directive lists and answers the verdict
+ * in the contract's shape. A code nothing here can judge is reported unavailable in the verdict,
+ * never passed as if checked.
  */
 export class Guard {
-  constructor(private readonly text: TextScorer) {}
+  constructor(private readonly text: TextScorer, private readonly images?: ImageScorer) {}
 
-  async check(stage: GuardrailsResult['stage'], items: Checked[], codes: GuardCode[]): Promise<GuardrailsResult> {
-    const textCodes = codes.filter(isTextCode);
+  async check(stage: GuardrailsResult['stage'], items: Checked[], codes: GuardCode[], pictures: CheckedImage[] = []): Promise<GuardrailsResult> {
     const present = items.filter((item) => item.text.trim() !== '');
-    const best = new Map<TextCode, number>();
-    if (textCodes.length > 0 && present.length > 0) {
-      const [thresholds, scores] = await this.classify(present.map((item) => item.text));
-      for (const spans of scores) {
-        for (const [code, score] of matchedTextCodes(spans, textCodes, thresholds)) best.set(code, Math.max(best.get(code) ?? 0, score));
-      }
+    const best = new Map<GuardCode, number>();
+    const keep = (found: Map<GuardCode, number>) => found.forEach((score, code) => best.set(code, Math.max(best.get(code) ?? 0, score)));
+    const textCodes = codes.filter(isTextCode);
+    if (textCodes.length > 0 && present.length > 0) (await this.classifyTexts(present, textCodes)).forEach(keep);
+    const [imageCodes, unavailable] = this.judgeable(codes.filter(isImageCode), pictures);
+    if (this.images && imageCodes.length > 0) {
+      for (const picture of pictures) keep(matchedImageCodes(await this.images.score(picture.image, picture.beings ?? []), imageCodes));
     }
-    const matched = TEXT_CODES.filter((code) => best.has(code)).map((code) => ({ code, score: best.get(code)! }));
+    const matched = ALL_CODES.filter((code) => best.has(code)).map((code) => ({ code, score: best.get(code)! }));
     return {
-      safe: matched.length === 0, stage, codes_checked: textCodes, codes_unavailable: codes.filter((c) => !isTextCode(c)),
-      matched, checked: present.map((item) => item.source),
+      safe: matched.length === 0, stage, codes_checked: [...textCodes, ...imageCodes], codes_unavailable: unavailable,
+      matched, checked: [...(textCodes.length > 0 ? present : []), ...(imageCodes.length > 0 ? pictures : [])].map((item) => item.source),
     };
   }
 
   close(): Promise<void> {
-    return this.text.close?.() ?? Promise.resolve();
+    return Promise.all([this.text.close?.(), this.images?.close?.()]).then(() => undefined);
   }
 
-  private async classify(texts: string[]): Promise<[Thresholds, TextScores[][]]> {
+  /** The image codes that can be judged here, and those that cannot (no classifier; gore with no detector). */
+  private judgeable(codes: ImageCode[], pictures: CheckedImage[]): [ImageCode[], ImageCode[]] {
+    const can = (code: ImageCode) => this.images !== undefined && (code !== 'S1_IMAGE' || pictures.every((p) => p.beings !== undefined));
+    return [codes.filter(can), codes.filter((code) => !can(code))];
+  }
+
+  private async classifyTexts(items: Checked[], codes: TextCode[]): Promise<Map<TextCode, number>[]> {
     try {
-      return await Promise.all([this.text.thresholds(), this.text.score(texts)]);
+      const [thresholds, scores] = await Promise.all([this.text.thresholds(), this.text.score(items.map((item) => item.text))]);
+      return scores.map((spans) => matchedTextCodes(spans, codes, thresholds));
     } catch (err) {
       if (!(err instanceof LineWorkerError)) throw err;
       throw serviceUnavailable(`The guard could not check this request (${err.message}). Retry later.`, 'guard_unavailable');

@@ -106,3 +106,23 @@ export async function loginScreenshot(): Promise<{ png: Buffer; elements: DrawnE
   </svg>`;
   return { png: await sharp(Buffer.from(svg)).png().toBuffer(), elements };
 }
+
+/**
+ * A photo with blood-coloured splashes drawn over a region (a person's box): the synthetic stand-in
+ * for gore that the image guard's tests and evaluation use (no gore image exists in a registry).
+ * `cover` is the share of the region the splashes cover, roughly.
+ */
+export async function bloodied(photo: Buffer, region: { x: number; y: number; width: number; height: number }, cover = 0.3): Promise<Buffer> {
+  const { width = 0, height = 0 } = await sharp(photo).metadata();
+  const blobs: string[] = [];
+  let seed = 7;
+  const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+  const radius = Math.sqrt((cover * region.width * region.height) / (12 * Math.PI));
+  for (let i = 0; i < 12; i++) {
+    const cx = region.x + region.width * (0.2 + 0.6 * random()), cy = region.y + region.height * (0.2 + 0.6 * random());
+    const shade = 110 + Math.round(60 * random());
+    blobs.push(`<ellipse cx="${cx}" cy="${cy}" rx="${radius * (0.7 + 0.6 * random())}" ry="${radius * (0.7 + 0.6 * random())}" fill="rgb(${shade},${Math.round(shade / 12)},${Math.round(shade / 10)})"/>`);
+  }
+  const svg = Buffer.from(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}">${blobs.join('')}</svg>`);
+  return sharp(photo).composite([{ input: svg }]).png().toBuffer();
+}

@@ -1,8 +1,11 @@
 import type { PrecontextEntry } from '../../contract/wire-types.ts';
 import { serviceUnavailable } from '../../errors/service-error.ts';
 import { textAnswer } from '../../engines/fold-events.ts';
-import { type Guard, unsafeAnswer } from '../../guard/guard.ts';
+import { isImageCode, type GuardCode } from '../../guard/codes.ts';
+import { type CheckedImage, type Guard, unsafeAnswer } from '../../guard/guard.ts';
+import { beingRegions } from '../../guard/image/image-codes.ts';
 import { checkWholeAnswer, type OutputCheck, releaseChecked } from '../../guard/output-guard.ts';
+import type { Attachment } from '../../inputs/attachments.ts';
 import type { TaskRegistry } from '../../tasks/registry.ts';
 import { textOf } from '../normalize-request.ts';
 import type { Completion, Stage } from '../pipeline.ts';
@@ -28,8 +31,32 @@ async function inputTexts(ctx: RequestContext, tasks: TaskRegistry) {
 }
 
 /**
- * `<guard>CODES</guard>`: every user message's text, and what the attachments say, is checked
- * before any generation, and a
+ * The pictures the input check reads for the image codes, each with the people and animals in it
+ * (for gore): found by the MoA layer's object detection when it ran, else by that task here.
+ */
+async function inputImages(ctx: RequestContext, tasks: TaskRegistry, codes: GuardCode[]): Promise<CheckedImage[]> {
+  if (!codes.some(isImageCode)) return [];
+  const images = (await ctx.attachments()).filter((a) => a.kind === 'image');
+  if (images.length === 0) return [];
+  const detected = codes.includes('S1_IMAGE') ? await detections(ctx, tasks, images) : undefined;
+  return images.map((a) => {
+    const objects = detected?.find((d) => d.source === a.param)?.objects;
+    return { source: a.param, image: a.bytes, beings: objects && beingRegions(objects) };
+  });
+}
+
+async function detections(ctx: RequestContext, tasks: TaskRegistry, images: Attachment[]) {
+  const routed = ctx.flags.bypassMoa ? undefined : await routedAttachments(ctx, tasks);
+  let entry: PrecontextEntry | undefined = routed?.precontext.find((e) => e.name === 'object_detection');
+  if (!entry && tasks.has('object_detection')) {
+    entry = await tasks.get('object_detection').run({ attachments: images, text: '', instructions: '', output: ctx.generation.output, signal: ctx.signal });
+  }
+  return entry?.name === 'object_detection' ? entry.result.images : undefined;
+}
+
+/**
+ * `<guard>CODES</guard>`: every user message's text, what the attachments say, and the pictures
+ * (for the image codes) are checked before any generation, and a
  * request that matches is answered `unsafe CODES` with nothing generated and nothing charged. The
  * answer (a model's or a task's) is checked too: whole before it is returned, or, streamed, a
  * sentence at a time before each is released. Each verdict joins the precontext; a blocked
@@ -42,7 +69,8 @@ export function guard(deps: GuardDeps): Stage {
     if (!deps.guard) throw serviceUnavailable('This deployment has no guard, so <guard> cannot be honoured.', 'guard_unavailable');
     const { guard } = deps;
 
-    const input = await guard.check('input', await inputTexts(ctx, deps.tasks), codes);
+    const [texts, pictures] = await Promise.all([inputTexts(ctx, deps.tasks), inputImages(ctx, deps.tasks, codes)]);
+    const input = await guard.check('input', texts, codes, pictures);
     const entry = (result: typeof input): PrecontextEntry => ({ name: 'guardrails', result });
     if (!input.safe) return { events: textAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
 

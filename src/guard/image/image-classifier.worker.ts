@@ -1,0 +1,5 @@
+// The image guard's worker process (see ImageClassifier).
+import { serveJobs } from '../../workers/serve-jobs.ts';
+import { scoreImage } from './image-model.ts';
+
+serveJobs({ score: scoreImage });
