@@ -30,7 +30,7 @@ describe('the image classifier (nsfwjs, and blood on a person or animal)', () =>
   after(() => Promise.all([images.close(), detector.close()]));
 
   it('matches no image code on the sample photos, the red retina scan and the landscape included', async () => {
-    const found = await Promise.all(PHOTOS.map(async (file) => [file, await matched(photo(file))]));
+    const found = await Promise.all(PHOTOS.map(async (file) => [file, await matched(photo(file))] as const));
     assert.deepEqual(found.filter(([, codes]) => codes.length > 0), []);
   });
 
