@@ -51,6 +51,8 @@ it('x-service-zdr: the request and its answer are written to no log, store or fi
     },
   };
   const server = await startTestServer({ engine });
+  // The file walks below can outlast a keep-alive connection: the control runs on a server of its own.
+  let control: Awaited<ReturnType<typeof startTestServer>> | undefined;
   try {
     const zdr = { 'x-service-zdr': 'true' };
     const withFile = {
@@ -74,11 +76,12 @@ it('x-service-zdr: the request and its answer are written to no log, store or fi
     assert.deepEqual(filesHolding(process.cwd(), secret, since), []);
 
     // Without ZDR the same failure is logged in full and the answer cached: the checks above could fail.
-    await postCompletion(server.baseUrl, { ...hello, messages: [{ role: 'user', content: `fail ${secret}` }] });
-    assert.match(JSON.stringify(server.logged.map((line) => line.map(String))), new RegExp(secret));
-    await (await postCompletion(server.baseUrl, withFile)).text();
-    assert.equal(((await (await postCompletion(server.baseUrl, withFile, zdr)).json()) as { vcache: boolean }).vcache, true);
+    control = await startTestServer({ engine });
+    await postCompletion(control.baseUrl, { ...hello, messages: [{ role: 'user', content: `fail ${secret}` }] });
+    assert.match(JSON.stringify(control.logged.map((line) => line.map(String))), new RegExp(secret));
+    await (await postCompletion(control.baseUrl, withFile)).text();
+    assert.equal(((await (await postCompletion(control.baseUrl, withFile, zdr)).json()) as { vcache: boolean }).vcache, true);
   } finally {
-    await server.close();
+    await Promise.all([server.close(), control?.close()]);
   }
 });
