@@ -1,4 +1,6 @@
+import cors from 'cors';
 import express, { type Express } from 'express';
+import type { Logger as Pino } from 'pino';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { createChatCompletionHandler } from './api/create-chat-completion.ts';
 import { createListModelsHandler } from './api/list-models.ts';
@@ -20,6 +22,9 @@ import type { Store } from './store/store.ts';
 import { createJsonBody } from './middleware/json-body.ts';
 import { Drain } from './http/drain.ts';
 import { createRequestId } from './middleware/request-id.ts';
+import { operationalRoutes, Readiness } from './http/health.ts';
+import type { Metrics } from './http/metrics.ts';
+import { requestLog } from './http/request-log.ts';
 
 export interface AppDeps {
   engine: Engine;
@@ -38,7 +43,20 @@ export interface AppDeps {
   drain?: Drain;
   /** The content guard for `<guard>` (main.ts always has one; most tests need none). */
   guard?: Guard;
+  /** Writes one line per request (absent: no request log). */
+  requestLogger?: Pino;
+  /** Observes every completion; `GET /metrics` unless `metricsElsewhere` (METRICS_PORT serves it). */
+  metrics?: Metrics;
+  metricsElsewhere?: boolean;
+  /** For `GET /readyz`; absent: ready at once, the store pinged. */
+  readiness?: Readiness;
+  /** Browser origins allowed by CORS (`CORS_ORIGINS`); none: no CORS headers at all. */
+  corsOrigins?: string[];
 }
+
+/** The headers a browser app may read from an answer: the request id, rate limits, Retry-After. */
+const EXPOSED_HEADERS = ['x-request-id', 'retry-after', 'x-ratelimit-limit-requests', 'x-ratelimit-limit-tokens',
+  'x-ratelimit-remaining-requests', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-requests', 'x-ratelimit-reset-tokens'];
 
 /**
  * The whole request path, in order. Authentication runs before the body is parsed or validated,
@@ -51,6 +69,13 @@ export function createApp(deps: AppDeps): Express {
   app.set('etag', false); // every answer is new: hashing its body for an ETag is wasted work
 
   app.use(createRequestId());
+  if (deps.requestLogger) app.use(requestLog(deps.requestLogger));
+  if (deps.metrics) app.use(deps.metrics.middleware());
+  // Before authentication: a browser's preflight carries no key.
+  if (deps.corsOrigins?.length) {
+    app.use(cors({ origin: deps.corsOrigins.includes('*') ? '*' : deps.corsOrigins, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 }));
+  }
+  app.use(operationalRoutes(deps.readiness ?? readyAtOnce(deps.store), deps.metricsElsewhere ? undefined : deps.metrics));
   app.use(createBearerAuth(deps.keys));
   app.use(createJsonBody(deps.bodyLimitBytes));
   app.use(
@@ -69,10 +94,17 @@ export function createApp(deps: AppDeps): Express {
       drain: deps.drain ?? new Drain(),
       newCompletionId: deps.newCompletionId ?? newCompletionId,
       log,
+      engineKind: deps.engine.kind ?? 'engine',
     }),
   );
   app.get(`${BASE_PATH}/models`, createListModelsHandler());
   app.use((req, _res, next) => next(notFound(`Unknown URL: ${req.method} ${req.path}`)));
   app.use(createErrorHandler(log));
   return app;
+}
+
+function readyAtOnce(store: Store): Readiness {
+  const readiness = new Readiness({ store: () => store.ping() });
+  readiness.started();
+  return readiness;
 }

@@ -19,3 +19,15 @@ it('reads the environment and refuses bad values clearly', () => {
   assert.throws(() => loadConfig({ PORT: 'eighty' }), (e: unknown) => e instanceof ConfigError && /PORT/.test(e.message));
   assert.throws(() => loadConfig({ VALIDATE_RESPONSES: 'maybe' }), ConfigError);
 });
+
+it('reads the operational settings: log level, metrics port, CORS origins', () => {
+  const config = loadConfig({ LOG_LEVEL: 'debug', METRICS_PORT: '9464', CORS_ORIGINS: 'https://app.example.com, http://localhost:5173' });
+  assert.deepEqual([config.logLevel, config.metricsPort, config.corsOrigins], ['debug', 9464, ['https://app.example.com', 'http://localhost:5173']]);
+  assert.deepEqual([loadConfig({}).logLevel, loadConfig({}).metricsPort, loadConfig({}).corsOrigins], ['info', undefined, []]);
+  const refused = (env: Record<string, string>, message: RegExp) =>
+    assert.throws(() => loadConfig(env), (e: unknown) => e instanceof ConfigError && message.test(e.message));
+  refused({ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/);
+  refused({ METRICS_PORT: '0' }, /^METRICS_PORT must be an integer from 1 to 65535/);
+  refused({ CORS_ORIGINS: 'https://app.example.com/path' }, /^CORS_ORIGINS must list origins/);
+  refused({ ENGINE: 'upstream' }, /^ENGINE=upstream needs UPSTREAM_BASE_URL/);
+});

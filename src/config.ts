@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 
 /** Every setting the service reads, from the environment, validated once at start. README lists them. */
 export interface Config {
@@ -45,6 +46,12 @@ export interface Config {
   };
   /** On SIGTERM, how long requests in flight may take to finish before they are ended cleanly. */
   shutdownGraceMs: number;
+  /** The JSON log's level (pino's: fatal, error, warn, info, debug, trace, silent). */
+  logLevel: string;
+  /** `GET /metrics` on this port instead of the service's own (same host); unset: the service's port. */
+  metricsPort: number | undefined;
+  /** Browser origins allowed by CORS (`https://app.example.com`, or `*` for any); none: no CORS. */
+  corsOrigins: string[];
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
   attachments: {
@@ -87,126 +94,113 @@ const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 export class ConfigError extends Error {}
 
-export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  if (env.ENGINE === 'upstream' && !env.UPSTREAM_BASE_URL) {
-    throw new ConfigError('ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)');
+// Each setting as zod reads it from its environment variable; an empty value counts as unset.
+const unset = <T extends z.ZodType>(schema: T) => z.preprocess((raw) => (raw === '' ? undefined : raw), schema.optional());
+const integer = (min: number, max: number) => {
+  const error = `must be an integer from ${min} to ${max}`;
+  return unset(z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
+};
+const decimal = () => unset(z.coerce.number({ error: 'must be a number of 0 or more' }).min(0, { error: 'must be a number of 0 or more' }));
+const flag = () => unset(z.enum(['true', 'false', '1', '0'], { error: 'must be true or false' }).transform((v) => v === 'true' || v === '1'));
+const oneOf = <T extends string>(values: readonly [T, ...T[]]) => unset(z.enum(values, { error: `must be one of ${values.join(', ')}` }));
+/** An http(s) URL: a typo here would otherwise surface as a 503 on every request. */
+const httpUrl = () => unset(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }));
+const text = () => unset(z.string());
+/** A comma-separated list of origins (scheme://host[:port]) or `*`. */
+const origins = () => unset(z.string()).transform((raw, ctx) => {
+  const listed = (raw ?? '').split(',').map((o) => o.trim()).filter(Boolean);
+  for (const origin of listed) {
+    if (origin !== '*' && !isOrigin(origin)) ctx.addIssue({ code: 'custom', message: 'must list origins such as https://app.example.com (or *)' });
   }
-  httpUrl(env, 'UPSTREAM_BASE_URL');
-  httpUrl(env, 'SEARXNG_URL');
+  return listed;
+});
+const isOrigin = (origin: string) => URL.canParse(origin) && /^https?:$/.test(new URL(origin).protocol) && new URL(origin).origin === origin;
+
+const ENV = z.object({
+  HOST: text(), PORT: integer(0, 65535), BODY_LIMIT_BYTES: integer(1, 2 ** 31),
+  SERVICE_API_KEY: text(), KEYS_FILE: text(), REDIS_URL: text(),
+  CACHE_SCOPE: oneOf(['key', 'global']), CACHE_TTL_SECONDS: integer(1, 31_536_000), CACHE_MAX_ENTRIES: integer(0, 10_000_000),
+  CREDITS_PER_1K_PROMPT_TOKENS: decimal(), CREDITS_PER_1K_COMPLETION_TOKENS: decimal(),
+  DEFAULT_RPM: integer(1, 1_000_000_000), DEFAULT_TPM: integer(1, 1_000_000_000_000),
+  NODE_ENV: text(), VALIDATE_RESPONSES: flag(),
+  ENGINE: oneOf(['local', 'upstream']),
+  MODEL_PATH: text(), CONTEXT_SIZE: integer(256, 1_048_576), THREADS: integer(1, 256), PARALLEL: integer(1, 64),
+  UPSTREAM_BASE_URL: httpUrl(), UPSTREAM_API_KEY: text(), UPSTREAM_MODEL: text(),
+  UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000), UPSTREAM_ANSWER_TIMEOUT_MS: integer(1, 3_600_000),
+  UPSTREAM_CONCURRENCY: integer(1, 1024), UPSTREAM_VISION: flag(),
+  QUEUE_MAX_WAITING: integer(0, 100_000), SHUTDOWN_GRACE_MS: integer(0, 3_600_000),
+  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), METRICS_PORT: integer(1, 65535), CORS_ORIGINS: origins(),
+  IMAGE_MAX_PIXELS: integer(1, 2 ** 31), INLINE_FILE_LIMIT_BYTES: integer(1, 2 ** 31), URL_FILE_LIMIT_BYTES: integer(1, 2 ** 31),
+  FETCH_TIMEOUT_MS: integer(1, 600_000), FETCH_ALLOW_LOOPBACK: flag(),
+  TASK_TIMEOUT_MS: integer(1, 3_600_000), TASK_MEMORY_MB: integer(32, 65_536), PDF_MAX_PAGES: integer(1, 100_000),
+  PDF_MAX_INFLATED_BYTES: integer(1, 2 ** 40), AUDIO_MAX_SECONDS: integer(1, 86_400),
+  STT_PYTHON: text(), GUARD_PYTHON: text(), GUARD_HEADS: text(),
+  SEARXNG_URL: httpUrl(), BRAVE_SEARCH_API_KEY: text(), SEARCH_TIMEOUT_MS: integer(1, 600_000),
+}).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
+  path: ['ENGINE'], message: 'ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)',
+});
+
+/** Reads and checks every setting; the first bad one is a ConfigError naming it and its value. */
+export function loadConfig(raw: NodeJS.ProcessEnv): Config {
+  const parsed = ENV.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const name = String(issue.path[0]);
+    if (issue.code === 'custom' && name === 'ENGINE') throw new ConfigError(issue.message);
+    throw new ConfigError(`${name} ${issue.message}, got "${raw[name]}"`);
+  }
+  const env = parsed.data;
   return {
     host: env.HOST ?? '127.0.0.1',
-    port: integer(env, 'PORT', 8080, 0, 65535),
-    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 20 * 1024 * 1024, 1, 2 ** 31),
-    apiKey: env.SERVICE_API_KEY || undefined,
+    port: env.PORT ?? 8080,
+    bodyLimitBytes: env.BODY_LIMIT_BYTES ?? 20 * 1024 * 1024,
+    apiKey: env.SERVICE_API_KEY,
     keysFile: env.KEYS_FILE ?? `${PROJECT_ROOT}data/keys.json`,
-    redisUrl: env.REDIS_URL || undefined,
-    cache: {
-      scope: oneOf(env, 'CACHE_SCOPE', ['key', 'global'] as const, 'key'),
-      ttlSeconds: integer(env, 'CACHE_TTL_SECONDS', 3600, 1, 31_536_000),
-      maxEntries: integer(env, 'CACHE_MAX_ENTRIES', 1000, 0, 10_000_000),
-    },
-    credits: {
-      per1kPromptTokens: decimal(env, 'CREDITS_PER_1K_PROMPT_TOKENS', 1),
-      per1kCompletionTokens: decimal(env, 'CREDITS_PER_1K_COMPLETION_TOKENS', 2),
-    },
-    defaultLimits: {
-      rpm: optionalInteger(env, 'DEFAULT_RPM', 1, 1_000_000_000),
-      tpm: optionalInteger(env, 'DEFAULT_TPM', 1, 1_000_000_000_000),
-    },
-    validateResponses: boolean(env, 'VALIDATE_RESPONSES', env.NODE_ENV !== 'production'),
-    engine: oneOf(env, 'ENGINE', ['local', 'upstream'] as const, env.UPSTREAM_BASE_URL ? 'upstream' : 'local'),
+    redisUrl: env.REDIS_URL,
+    cache: { scope: env.CACHE_SCOPE ?? 'key', ttlSeconds: env.CACHE_TTL_SECONDS ?? 3600, maxEntries: env.CACHE_MAX_ENTRIES ?? 1000 },
+    credits: { per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS ?? 1, per1kCompletionTokens: env.CREDITS_PER_1K_COMPLETION_TOKENS ?? 2 },
+    defaultLimits: { rpm: env.DEFAULT_RPM ?? null, tpm: env.DEFAULT_TPM ?? null },
+    validateResponses: env.VALIDATE_RESPONSES ?? env.NODE_ENV !== 'production',
+    engine: env.ENGINE ?? (env.UPSTREAM_BASE_URL ? 'upstream' : 'local'),
     local: {
-      modelPath: env.MODEL_PATH || `${PROJECT_ROOT}models/SmolLM2-135M-Instruct.Q4_1.gguf`,
-      contextSize: integer(env, 'CONTEXT_SIZE', 4096, 256, 1_048_576),
-      threads: integer(env, 'THREADS', availableParallelism(), 1, 256),
-      parallel: integer(env, 'PARALLEL', 2, 1, 64),
+      modelPath: env.MODEL_PATH ?? `${PROJECT_ROOT}models/SmolLM2-135M-Instruct.Q4_1.gguf`,
+      contextSize: env.CONTEXT_SIZE ?? 4096,
+      threads: env.THREADS ?? availableParallelism(),
+      parallel: env.PARALLEL ?? 2,
     },
     upstream: {
-      baseUrl: env.UPSTREAM_BASE_URL || undefined,
-      apiKey: env.UPSTREAM_API_KEY || undefined,
-      model: env.UPSTREAM_MODEL || 'service',
-      timeoutMs: integer(env, 'UPSTREAM_TIMEOUT_MS', 60_000, 1, 3_600_000),
-      answerTimeoutMs: integer(env, 'UPSTREAM_ANSWER_TIMEOUT_MS', 600_000, 1, 3_600_000),
-      concurrency: integer(env, 'UPSTREAM_CONCURRENCY', 16, 1, 1024),
-      vision: boolean(env, 'UPSTREAM_VISION', true),
+      baseUrl: env.UPSTREAM_BASE_URL,
+      apiKey: env.UPSTREAM_API_KEY,
+      model: env.UPSTREAM_MODEL ?? 'service',
+      timeoutMs: env.UPSTREAM_TIMEOUT_MS ?? 60_000,
+      answerTimeoutMs: env.UPSTREAM_ANSWER_TIMEOUT_MS ?? 600_000,
+      concurrency: env.UPSTREAM_CONCURRENCY ?? 16,
+      vision: env.UPSTREAM_VISION ?? true,
     },
-    queueMaxWaiting: integer(env, 'QUEUE_MAX_WAITING', 32, 0, 100_000),
-    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 30_000, 0, 3_600_000),
+    queueMaxWaiting: env.QUEUE_MAX_WAITING ?? 32,
+    shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? 30_000,
+    logLevel: env.LOG_LEVEL ?? 'info',
+    metricsPort: env.METRICS_PORT,
+    corsOrigins: env.CORS_ORIGINS,
     attachments: {
-      imageMaxPixels: integer(env, 'IMAGE_MAX_PIXELS', 40_000_000, 1, 2 ** 31),
-      inlineMaxBytes: integer(env, 'INLINE_FILE_LIMIT_BYTES', 20_000_000, 1, 2 ** 31),
-      urlMaxBytes: integer(env, 'URL_FILE_LIMIT_BYTES', 80_000_000, 1, 2 ** 31),
-      fetchTimeoutMs: integer(env, 'FETCH_TIMEOUT_MS', 15_000, 1, 600_000),
-      fetchAllowLoopback: boolean(env, 'FETCH_ALLOW_LOOPBACK', false),
+      imageMaxPixels: env.IMAGE_MAX_PIXELS ?? 40_000_000,
+      inlineMaxBytes: env.INLINE_FILE_LIMIT_BYTES ?? 20_000_000,
+      urlMaxBytes: env.URL_FILE_LIMIT_BYTES ?? 80_000_000,
+      fetchTimeoutMs: env.FETCH_TIMEOUT_MS ?? 15_000,
+      fetchAllowLoopback: env.FETCH_ALLOW_LOOPBACK ?? false,
     },
     tasks: {
-      timeoutMs: integer(env, 'TASK_TIMEOUT_MS', 120_000, 1, 3_600_000),
-      memoryMb: integer(env, 'TASK_MEMORY_MB', 1024, 32, 65_536),
-      pdfMaxPages: integer(env, 'PDF_MAX_PAGES', 20, 1, 100_000),
-      pdfMaxInflatedBytes: integer(env, 'PDF_MAX_INFLATED_BYTES', 256 * 1024 * 1024, 1, 2 ** 40),
-      audioMaxSeconds: integer(env, 'AUDIO_MAX_SECONDS', 900, 1, 86_400),
+      timeoutMs: env.TASK_TIMEOUT_MS ?? 120_000,
+      memoryMb: env.TASK_MEMORY_MB ?? 1024,
+      pdfMaxPages: env.PDF_MAX_PAGES ?? 20,
+      pdfMaxInflatedBytes: env.PDF_MAX_INFLATED_BYTES ?? 256 * 1024 * 1024,
+      audioMaxSeconds: env.AUDIO_MAX_SECONDS ?? 900,
     },
-    sttPython: env.STT_PYTHON || `${PROJECT_ROOT}.venv-stt/bin/python`,
+    sttPython: env.STT_PYTHON ?? `${PROJECT_ROOT}.venv-stt/bin/python`,
     guard: {
-      python: env.GUARD_PYTHON || `${PROJECT_ROOT}.venv-guard/bin/python`,
-      headsPath: env.GUARD_HEADS || `${PROJECT_ROOT}.cache/guard/heads.json`,
+      python: env.GUARD_PYTHON ?? `${PROJECT_ROOT}.venv-guard/bin/python`,
+      headsPath: env.GUARD_HEADS ?? `${PROJECT_ROOT}.cache/guard/heads.json`,
     },
-    search: {
-      searxngUrl: env.SEARXNG_URL || undefined,
-      braveApiKey: env.BRAVE_SEARCH_API_KEY || undefined,
-      timeoutMs: integer(env, 'SEARCH_TIMEOUT_MS', 10_000, 1, 600_000),
-    },
+    search: { searxngUrl: env.SEARXNG_URL, braveApiKey: env.BRAVE_SEARCH_API_KEY, timeoutMs: env.SEARCH_TIMEOUT_MS ?? 10_000 },
   };
-}
-
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return value;
-}
-
-/** An http(s) URL when set: a typo here would otherwise surface as a 503 on every request. */
-function httpUrl(env: NodeJS.ProcessEnv, name: string): void {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(`${name} must be an http(s) URL, got "${raw}"`);
-}
-
-function optionalInteger(env: NodeJS.ProcessEnv, name: string, min: number, max: number): number | null {
-  return env[name] === undefined || env[name] === '' ? null : integer(env, name, min, min, max);
-}
-
-function decimal(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new ConfigError(`${name} must be a number of 0 or more, got "${raw}"`);
-  return value;
-}
-
-function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-}
-
-function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) {
-    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
-  }
-  return raw as T;
 }

@@ -1,9 +1,13 @@
+import express from 'express';
 import { createApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { QuotaOptions } from './chat/stages/quota.ts';
 import { createEngine } from './engines/create-engine.ts';
 import { ApiKeys } from './keys/api-keys.ts';
 import { Drain } from './http/drain.ts';
+import { operationalRoutes, Readiness } from './http/health.ts';
+import { Metrics } from './http/metrics.ts';
+import { createLogger, loggerOn } from './http/request-log.ts';
 import { Guard } from './guard/guard.ts';
 import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
@@ -12,12 +16,16 @@ import { attachmentLimitsOf, createTasks, workerLimitsOf } from './tasks/create-
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
-  const engine = await createEngine(config);
+  const logger = createLogger(config.logLevel);
+  const metrics = new Metrics();
+  logger.info('loading the engine');
+  const engine = await createEngine(config, metrics.queue);
   const tasks = createTasks(config, engine);
   const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: config.cache.maxEntries });
   const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
   const drain = new Drain();
-  // The classifiers' workers start with the first guarded request, and load their models once.
+  const readiness = new Readiness({ store: () => store.ping() });
+  // The classifiers load their models once, in their own processes, while the server starts.
   const guard = new Guard(
     new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs }),
     new ImageClassifier(workerLimitsOf(config)),
@@ -29,29 +37,50 @@ async function start(): Promise<void> {
     attachmentLimits: attachmentLimitsOf(config),
     bodyLimitBytes: config.bodyLimitBytes,
     validateResponses: config.validateResponses,
+    log: loggerOn(logger),
+    requestLogger: logger,
+    metrics,
+    metricsElsewhere: config.metricsPort !== undefined,
+    readiness,
+    corsOrigins: config.corsOrigins,
   });
-  const server = await new Promise<ReturnType<typeof app.listen>>((resolve, reject) => {
-    // Express 5 hands a failed listen (a port in use, an address not on this machine) to this callback.
-    const listening = app.listen(config.port, config.host, (err?: Error) => {
-      if (err) reject(new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${err.message}`));
-      else resolve(listening);
-    });
-  });
-  console.log(`Chat completion service on http://${config.host}:${config.port}/v1\n  engine: ${engine.description}`);
+  const server = await listen(app, config.port, config.host);
+  // The operational endpoints on a port of their own stay up while the service drains.
+  const operational = config.metricsPort === undefined ? undefined
+    : await listen(express().use(operationalRoutes(readiness, metrics)), config.metricsPort, config.host, 'METRICS_PORT');
+  logger.info({ engine: engine.description }, `Chat completion service on http://${config.host}:${config.port}/v1`);
+  logger.info('warming the guard\'s classifiers');
+  guard.warm()
+    .catch((err: unknown) => logger.error({ err }, 'the guard could not start: guarded requests will get 503'))
+    .finally(() => (readiness.started(), logger.info('ready')));
 
   /** Stop accepting, let what is in flight finish (up to SHUTDOWN_GRACE_MS), end the rest cleanly, close. */
   const shutdown = async (signal: string) => {
-    console.log(`${signal}: ${drain.size} requests in flight; draining for up to ${config.shutdownGraceMs} ms`);
+    readiness.draining();
+    logger.info(`${signal}: ${drain.size} requests in flight; draining for up to ${config.shutdownGraceMs} ms`);
     server.close();
     server.closeIdleConnections();
     const ended = await drain.drain(config.shutdownGraceMs);
-    if (ended > 0) console.log(`${ended} requests still running were ended with an error frame or a 503`);
+    if (ended > 0) logger.warn(`${ended} requests still running were ended with an error frame or a 503`);
     setTimeout(() => server.closeAllConnections(), 1000).unref(); // the last writes, then the sockets
+    operational?.close();
     await Promise.allSettled([engine.close?.(), tasks.close(), store.close(), guard.close()]);
+    logger.flush();
     process.exit(0);
   };
   process.once('SIGINT', () => void shutdown('SIGINT'));
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/** Listens, or fails with one line naming the setting: a port in use, an address not on this machine. */
+function listen(app: express.Express, port: number, host: string, setting = 'HOST, PORT') {
+  return new Promise<ReturnType<express.Express['listen']>>((resolve, reject) => {
+    // Express 5 hands a failed listen to this callback.
+    const listening = app.listen(port, host, (err?: Error) => {
+      if (err) reject(new ConfigError(`cannot listen on ${host}:${port} (${setting}): ${err.message}`));
+      else resolve(listening);
+    });
+  });
 }
 
 /** Prices and service-wide limits, as the quota stage takes them. */

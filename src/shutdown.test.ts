@@ -30,15 +30,29 @@ async function slowUpstream() {
   });
 }
 
+/** `GET /readyz` on the operational port (METRICS_PORT), polled until it answers `status`. */
+async function readyzUntil(port: number, status: string): Promise<number> {
+  for (;;) {
+    const res = await fetch(`http://127.0.0.1:${port}/readyz`);
+    const body = (await res.json()) as { status: string };
+    if (body.status === status) return res.status;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function shutDownWithStreams(graceMs: number) {
   const upstream = await slowUpstream();
-  const port = await freePort();
+  const [port, operationalPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-    env: { ...process.env, ENGINE: 'upstream', UPSTREAM_BASE_URL: upstream.baseUrl, PORT: String(port), SERVICE_API_KEY: 'sk-drain', KEYS_FILE: '/nonexistent/keys.json', SHUTDOWN_GRACE_MS: String(graceMs) },
+    env: {
+      ...process.env, ENGINE: 'upstream', UPSTREAM_BASE_URL: upstream.baseUrl, PORT: String(port), METRICS_PORT: String(operationalPort),
+      SERVICE_API_KEY: 'sk-drain', KEYS_FILE: '/nonexistent/keys.json', SHUTDOWN_GRACE_MS: String(graceMs),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   await new Promise<void>((resolve) => child.stdout!.on('data', (chunk: Buffer) => /Chat completion service on/.test(String(chunk)) && resolve()));
+  assert.equal(await readyzUntil(operationalPort, 'ready'), 200); // the guard's models loaded
   const streams = Array.from({ length: 5 }, async (_, i) => {
     const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
       method: 'POST',
@@ -50,20 +64,22 @@ async function shutDownWithStreams(graceMs: number) {
   });
   await new Promise((r) => setTimeout(r, 800)); // every stream under way
   child.kill('SIGTERM');
+  const draining = await readyzUntil(operationalPort, 'draining'); // the operational port stays up while draining
   const bodies = await Promise.all(streams);
   const code = await exited;
   await upstream.close();
-  return { bodies, code };
+  return { bodies, code, draining };
 }
 
 describe('SIGTERM with 5 streams in flight', { timeout: 120_000 }, () => {
-  it('lets them finish within SHUTDOWN_GRACE_MS, each ending with finish_reason and [DONE], and exits 0', async () => {
-    const { bodies, code } = await shutDownWithStreams(30_000);
+  it('flips /readyz to 503, lets them finish within SHUTDOWN_GRACE_MS, each ending with finish_reason and [DONE], and exits 0', async () => {
+    const { bodies, code, draining } = await shutDownWithStreams(30_000);
     for (const body of bodies) {
       assert.match(body, /"finish_reason":"stop"/);
       assert.match(body, /data: \[DONE\]\n\n$/);
     }
     assert.equal(code, 0);
+    assert.equal(draining, 503, '/readyz answers 503 while draining');
   });
 
   it('ends the ones still running when the grace period is over with the error frame and [DONE], and exits 0', async () => {

@@ -5,8 +5,10 @@ import type { Next } from '../chat/pipeline.ts';
 import type { Logger } from '../chat/request-context.ts';
 import { foldEvents } from '../engines/fold-events.ts';
 import { Drain, untilShutdown } from '../http/drain.ts';
+import { outcomeOf } from '../http/request-outcome.ts';
 import { writeEventStream } from '../http/sse.ts';
 import type { AttachmentLimits } from '../inputs/attachments.ts';
+import { observeEvents, recordCompletion } from './record-outcome.ts';
 import { createRequestContext } from './request-context.ts';
 
 export interface ChatCompletionDeps {
@@ -16,6 +18,8 @@ export interface ChatCompletionDeps {
   drain: Drain;
   newCompletionId: () => string;
   log: Logger;
+  /** The engine's short name, for the request log and metrics. */
+  engineKind: string;
 }
 
 /**
@@ -27,13 +31,16 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
   return async function createChatCompletion(req, res) {
     const ctx = createRequestContext(req, res, deps);
     const { body } = ctx;
+    const outcome = outcomeOf(res);
+    Object.assign(outcome, { keyId: ctx.caller.keyId, stream: body.stream === true, zdr: ctx.flags.zdr });
     const flight = deps.drain.track();
     res.on('close', flight.done);
     const meta = { id: deps.newCompletionId(), created: Math.floor(Date.now() / 1000), model: body.model };
     try {
       const completion = await deps.complete(ctx);
       const { precontext, cached, headers } = completion;
-      const events = untilShutdown(completion.events, flight.signal);
+      recordCompletion(outcome, ctx, completion, deps.engineKind);
+      const events = observeEvents(untilShutdown(completion.events, flight.signal), outcome, ctx, completion);
       if (headers) res.set(headers);
       if (body.stream) {
         const shown = ctx.flags.showAdditionalInfo ? precontext : [];

@@ -3,19 +3,20 @@ import { existsSync } from 'node:fs';
 import { type Config, ConfigError } from '../config.ts';
 import type { Engine } from './engine.ts';
 import { createLocalEngine } from './local/local-engine.ts';
-import { withQueue } from './queued-engine.ts';
+import { type QueueObserver, withQueue } from './queued-engine.ts';
 import { createUpstreamEngine } from './upstream-engine.ts';
 
 /** The configured engine, with output verification inside and the fair queue around it. */
-export async function createEngine(config: Config): Promise<Engine> {
+export async function createEngine(config: Config, queueObserver?: QueueObserver): Promise<Engine> {
+  const queue = { maxWaiting: config.queueMaxWaiting, ...(queueObserver ? { observer: queueObserver } : {}) };
   if (config.engine === 'upstream') {
     const { baseUrl, apiKey, model, timeoutMs, answerTimeoutMs, concurrency, vision } = config.upstream;
     const upstream = createUpstreamEngine({ baseUrl: baseUrl!, ...(apiKey ? { apiKey } : {}), model, timeoutMs, answerTimeoutMs, vision });
-    return withQueue(withVerifiedOutput(upstream), { concurrency, maxWaiting: config.queueMaxWaiting });
+    return withQueue(withVerifiedOutput(upstream), { ...queue, concurrency });
   }
   if (!existsSync(config.local.modelPath)) {
     throw new ConfigError(`MODEL_PATH: no model file at ${config.local.modelPath} (make setup installs the default one)`);
   }
   const local = await createLocalEngine(config.local);
-  return withQueue(withVerifiedOutput(local), { concurrency: config.local.parallel, maxWaiting: config.queueMaxWaiting });
+  return withQueue(withVerifiedOutput(local), { ...queue, concurrency: config.local.parallel });
 }

@@ -63,6 +63,8 @@ export type GenerationEvent =
 export interface Engine {
   /** Shown in logs and the startup banner. */
   readonly description: string;
+  /** A short name for request logs and metrics: `local`, `upstream`. */
+  readonly kind?: string;
   generate(request: GenerationRequest): AsyncIterable<GenerationEvent>;
   close?(): Promise<void>;
   /** A model that sees pictures: the message's images are given to it, not only their MoA text. */

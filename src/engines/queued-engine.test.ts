@@ -72,6 +72,30 @@ describe('withQueue', () => {
     assert.deepEqual(gated.started, ['a', 'c']);
   });
 
+  it('tells its observer (the metrics) the queue\'s length as it changes, and each wait for a slot', async () => {
+    const gated = gatedEngine();
+    let clock = 0;
+    const lengths: number[] = [];
+    const waits: number[] = [];
+    const queued = withQueue(gated.engine, {
+      concurrency: 1, maxWaiting: 5, now: () => clock, observer: { waiting: (n) => lengths.push(n), waited: (ms) => waits.push(ms) },
+    });
+    const all = ['a', 'b', 'c'].map((n) => ask(queued, n));
+    const startedWhen = async (name: string) => {
+      while (!gated.started.includes(name)) await new Promise((r) => setTimeout(r, 1));
+    };
+    clock = 250;
+    await gated.release('a');
+    await startedWhen('b');
+    clock = 400;
+    await gated.release('b');
+    await startedWhen('c');
+    await gated.release('c');
+    await Promise.all(all);
+    assert.deepEqual(lengths, [1, 2, 1, 0]);
+    assert.deepEqual(waits, [0, 250, 400]);
+  });
+
   describe('Retry-After on queue_full, from how long recent generations held a slot', () => {
     /** Fills a one-slot queue with two waiting after `history` generations of `seconds` each, then asks once more. */
     async function refusalAfter(history: number, seconds: number) {

@@ -8,6 +8,13 @@ export interface QueueOptions {
   maxWaiting: number;
   /** Milliseconds on a monotonic clock; tests pass a fake one. */
   now?: () => number;
+  /** Hears the queue's length when it changes, and each generation's wait for its slot (the metrics). */
+  observer?: QueueObserver;
+}
+
+export interface QueueObserver {
+  waiting(count: number): void;
+  waited(ms: number): void;
 }
 
 /** The newest generation's share of the moving average of how long a generation holds a slot. */
@@ -21,6 +28,7 @@ const RETRY_AFTER_MAX_SECONDS = 600;
  */
 export function withQueue(engine: Engine, options: QueueOptions): Engine {
   const now = options.now ?? (() => performance.now());
+  const observer = options.observer;
   let running = 0;
   const waiting: { start: () => void; signal: AbortSignal }[] = [];
   let recentHoldMs: number | undefined;
@@ -28,6 +36,7 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
   const next = () => {
     while (running < options.concurrency && waiting.length > 0) {
       const turn = waiting.shift()!;
+      observer?.waiting(waiting.length);
       if (turn.signal.aborted) continue;
       running++;
       turn.start();
@@ -49,6 +58,7 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
     new Promise<void>((resolve, reject) => {
       if (running < options.concurrency && waiting.length === 0) {
         running++;
+        observer?.waited(0);
         return resolve();
       }
       if (waiting.length >= options.maxWaiting) {
@@ -57,17 +67,21 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
           `The service is at capacity (${running} generating, ${waiting.length} waiting). Retry in about ${seconds} s.`,
           'queue_full', seconds));
       }
-      const turn = { start: resolve, signal };
+      const queuedAt = now();
+      const turn = { start: () => (observer?.waited(now() - queuedAt), resolve()), signal };
       waiting.push(turn);
+      observer?.waiting(waiting.length);
       signal.addEventListener('abort', () => {
         const at = waiting.indexOf(turn);
         if (at >= 0) waiting.splice(at, 1);
+        observer?.waiting(waiting.length);
         reject(signal.reason);
       }, { once: true });
     });
 
   return {
     description: engine.description,
+    ...(engine.kind ? { kind: engine.kind } : {}),
     ...(engine.readsImages ? { readsImages: true } : {}),
     ...(engine.close ? { close: () => engine.close!() } : {}),
     ...(engine.countTokens ? { countTokens: (text: string) => engine.countTokens!(text) } : {}),

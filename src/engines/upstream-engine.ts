@@ -53,6 +53,7 @@ export function createUpstreamEngine(options: UpstreamOptions): Engine {
   const answerTimeoutMs = options.answerTimeoutMs ?? options.timeoutMs;
   return {
     description: `OpenAI-compatible upstream ${url} (model ${options.model})`,
+    kind: 'upstream',
     readsImages: options.vision ?? true,
     close: () => pool.close(),
     async *generate(request) {

@@ -55,6 +55,11 @@ export class Guard {
     };
   }
 
+  /** Starts the classifiers and loads their models, so that the first guarded request does not wait. */
+  async warm(): Promise<void> {
+    await Promise.all([this.text.thresholds(), this.images?.warm?.()]);
+  }
+
   close(): Promise<void> {
     return Promise.all([this.text.close?.(), this.images?.close?.()]).then(() => undefined);
   }

@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
+import { outcomeOf } from './request-outcome.ts';
 import { internalError, invalidRequest, notFound, ServiceError, storeUnavailable } from '../errors/service-error.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 
@@ -61,6 +62,7 @@ function fromValidationErrors(errors: { path?: string; message?: string }[]): Se
 }
 
 export function sendError(res: Response, error: ServiceError): void {
+  outcomeOf(res).error = { type: error.type, code: error.code };
   res.set(error.headers).status(error.status).json(error.toEnvelope());
 }
 

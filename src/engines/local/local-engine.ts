@@ -144,6 +144,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
   }
 
   return {
+    kind: 'local',
     description: `local model ${options.modelPath} (node-llama-cpp, CPU, context ${options.contextSize}, ${options.parallel} parallel)`,
     countTokens: (text) => model.tokenize(text).length,
     close: async () => {

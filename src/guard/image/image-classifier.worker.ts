@@ -1,5 +1,5 @@
 // The image guard's worker process (see ImageClassifier).
 import { serveJobs } from '../../workers/serve-jobs.ts';
-import { scoreImage } from './image-model.ts';
+import { loadModel, scoreImage } from './image-model.ts';
 
-serveJobs({ score: scoreImage });
+serveJobs({ score: scoreImage, warm: loadModel });

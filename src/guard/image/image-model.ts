@@ -85,6 +85,11 @@ export function bloodShare(rgb: Uint8Array, width: number, height: number, regio
   return area <= 0 ? 0 : count / area;
 }
 
+/** Loads the model now (the worker's first job would otherwise). */
+export async function loadModel(): Promise<void> {
+  await (model ??= load());
+}
+
 /** The model and its weights are read from the nsfwjs package in node_modules; nothing is fetched. */
 async function load(): Promise<GraphModel> {
   setWasmPaths(`${dirname(require.resolve('@tensorflow/tfjs-backend-wasm/package.json'))}/dist/`);

@@ -1,0 +1,69 @@
+import type { RequestHandler } from 'express';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { outcomeOf, type RequestOutcome } from './request-outcome.ts';
+
+const SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/**
+ * The service's Prometheus metrics (prom-client), read at `GET /metrics`: requests by status and
+ * error code, latency and time to first token, tokens, the generation queue, the verified cache,
+ * guard blocks, credit and rate-limit refusals, upstream errors, and the process's own.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = this.counter('service_requests_total', 'Chat completion requests, by status and error code (none: "")', ['status', 'code']);
+  private readonly latency = this.histogram('service_request_duration_seconds', 'From arrival to the last byte, by stream or not', ['stream']);
+  private readonly ttft = this.histogram('service_time_to_first_token_seconds', 'From arrival to the first text, reasoning or tool call', ['stream']);
+  private readonly tokens = this.counter('service_tokens_total', 'Tokens read (prompt) and written (completion)', ['kind']);
+  private readonly cache = this.counter('service_cache_requests_total', 'Verified cache: hit, miss, or bypass (x-service-bypass-cache)', ['result']);
+  private readonly guardBlocks = this.counter('service_guard_blocks_total', 'Guarded requests or answers blocked, by matched code', ['code']);
+  private readonly refusals = this.counter('service_refusals_total', 'Requests refused for credits (402) or rate limits (429)', ['reason']);
+  private readonly upstreamErrors = this.counter('service_upstream_errors_total', 'Errors from the upstream model, by code', ['code']);
+  private readonly queueWaiting = new Gauge({ name: 'service_queue_waiting', help: 'Requests waiting for a generation slot', registers: [this.registry] });
+  private readonly queueWait = this.histogram('service_queue_wait_seconds', 'How long a generation waited for its slot', []);
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Observes each chat completion request when its response ends. */
+  middleware(): RequestHandler {
+    return (req, res, next) => {
+      const outcome = outcomeOf(res);
+      if (req.method === 'POST' && req.path.endsWith('/chat/completions')) res.once('close', () => this.observe(res.statusCode, outcome));
+      next();
+    };
+  }
+
+  /** The generation queue reports here (engines/queued-engine.ts). */
+  readonly queue = {
+    waiting: (count: number) => this.queueWaiting.set(count),
+    waited: (ms: number) => this.queueWait.observe({}, ms / 1000),
+  };
+
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  private observe(status: number, outcome: RequestOutcome): void {
+    const stream = String(outcome.stream === true);
+    this.requests.inc({ status: String(status), code: outcome.error?.code ?? '' });
+    this.latency.observe({ stream }, (performance.now() - outcome.startedAt) / 1000);
+    if (outcome.ttftMs !== undefined) this.ttft.observe({ stream }, outcome.ttftMs / 1000);
+    if (outcome.promptTokens) this.tokens.inc({ kind: 'prompt' }, outcome.promptTokens);
+    if (outcome.completionTokens) this.tokens.inc({ kind: 'completion' }, outcome.completionTokens);
+    if (outcome.cache) this.cache.inc({ result: outcome.cache });
+    for (const code of new Set(outcome.guardMatched ?? [])) this.guardBlocks.inc({ code });
+    if (outcome.error?.type === 'insufficient_quota') this.refusals.inc({ reason: 'credits' });
+    if (outcome.error?.type === 'rate_limit_error') this.refusals.inc({ reason: 'rate_limit' });
+    if (outcome.error?.code.startsWith('upstream_')) this.upstreamErrors.inc({ code: outcome.error.code });
+  }
+
+  private counter<L extends string>(name: string, help: string, labelNames: L[]) {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  private histogram<L extends string>(name: string, help: string, labelNames: L[]) {
+    return new Histogram({ name, help, labelNames, buckets: SECONDS, registers: [this.registry] });
+  }
+}

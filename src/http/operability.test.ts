@@ -1,0 +1,178 @@
+// The operators' view of the service, through HTTP: the request log, the metrics, health and
+// readiness, and CORS for browser apps (issue 11).
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
+import { TEXT_CODES } from '../guard/codes.ts';
+import { Guard, type TextScorer } from '../guard/guard.ts';
+import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from '../testing/test-server.ts';
+import { Readiness } from './health.ts';
+import { Metrics } from './metrics.ts';
+import { createLogger } from './request-log.ts';
+
+/** A scripted classifier (tests only): "KILL" is S1. */
+const scriptedScorer: TextScorer = {
+  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
+  score: async (texts) => texts.map((text) => [{
+    harmful: text.includes('KILL') ? 0.99 : 0.01,
+    codes: Object.fromEntries(TEXT_CODES.map((c) => [c, c === 'S1' && text.includes('KILL') ? 0.99 : 0.01])) as never,
+  }]),
+};
+
+/** The log's lines, parsed, as the logger writes them. */
+function logLines() {
+  const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) {
+        raw.push(line);
+        lines.push(JSON.parse(line));
+      }
+      done();
+    },
+  });
+  return { lines, raw, logger: createLogger('info', destination) };
+}
+
+const base = (server: TestServer) => server.baseUrl.replace(/\/v1$/, '');
+const settle = () => new Promise((r) => setTimeout(r, 50)); // the log line is written when the response closes
+
+describe('the request log', () => {
+  const log = logLines();
+  let server: TestServer;
+  before(async () => (server = await startTestServer({ requestLogger: log.logger, engine: createScriptedEngine(echoScript) })));
+  after(() => server.close());
+
+  it('writes one JSON line per request with its id, key, status, latency, engine, cache, time to first token and tokens', async () => {
+    const res = await postCompletion(server.baseUrl, { ...hello, messages: [{ role: 'user', content: 'the secret word is papaya' }] });
+    assert.equal(res.status, 200);
+    await res.text();
+    await settle();
+    const line = log.lines.find((l) => l.reqId === res.headers.get('x-request-id'));
+    assert.ok(line, JSON.stringify(log.lines));
+    assert.equal(line.keyId, 'env');
+    assert.deepEqual(line.res, { status: 200 });
+    assert.deepEqual([line.engine, line.cache, line.stream], ['scripted', 'miss', false]);
+    assert.ok(typeof line.responseTime === 'number' && typeof line.ttftMs === 'number');
+    assert.ok((line.promptTokens as number) > 0 && (line.completionTokens as number) > 0, JSON.stringify(line));
+  });
+
+  it('never writes a prompt, an answer or a key, with x-service-zdr or without, and logs errors by code', async () => {
+    for (const headers of [{}, { 'x-service-zdr': 'true' }] as Record<string, string>[]) {
+      const res = await postCompletion(server.baseUrl, { ...hello, stream: true, messages: [{ role: 'user', content: 'tell nobody: mango-7731' }] }, headers);
+      await res.text();
+    }
+    const refused = await fetch(`${server.baseUrl}/chat/completions`, { method: 'POST', headers: { Authorization: 'Bearer sk-wrong-key-4417' } });
+    assert.equal(refused.status, 401);
+    await settle();
+    const all = log.raw.join('\n');
+    for (const secret of ['mango-7731', TEST_KEY, 'sk-wrong-key-4417']) assert.ok(!all.includes(secret), `${secret} is in the log`);
+    const line = log.lines.find((l) => l.reqId === refused.headers.get('x-request-id'))!;
+    assert.deepEqual([line.level, line.error], [40, { type: 'authentication_error', code: 'invalid_api_key' }]);
+  });
+});
+
+describe('GET /metrics', () => {
+  const metrics = new Metrics();
+  let server: TestServer;
+  before(async () => (server = await startTestServer({
+    metrics, guard: new Guard(scriptedScorer), quota: { prices: { prompt: 1, completion: 1 }, defaults: { rpm: null, tpm: null } },
+  })));
+  after(() => server.close());
+
+  const scrape = async () => {
+    const res = await fetch(`${base(server)}/metrics`); // no key
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /text\/plain/);
+    return res.text();
+  };
+  const value = (text: string, series: string) =>
+    Number(text.split('\n').find((l) => l.startsWith(`${series} `))?.slice(series.length + 1) ?? 0);
+
+  it('counts requests by status and code, tokens, cache lookups, guard blocks, and times them', async () => {
+    const before = await scrape();
+    await (await postCompletion(server.baseUrl, hello)).text();
+    await (await postCompletion(server.baseUrl, hello)).text(); // the same again: a cache hit
+    await (await postCompletion(server.baseUrl, { ...hello, messages: [{ role: 'system', content: '<guard>S1</guard>' }, { role: 'user', content: 'KILL him' }] })).text();
+    await (await fetch(`${server.baseUrl}/chat/completions`, { method: 'POST' })).text();
+    await settle();
+    const now = await scrape();
+    const grew = (series: string) => value(now, series) - value(before, series);
+    assert.equal(grew('service_requests_total{status="200",code=""}'), 3);
+    assert.equal(grew('service_requests_total{status="401",code="missing_api_key"}') + grew('service_requests_total{status="401",code="invalid_api_key"}'), 1);
+    assert.equal(grew('service_cache_requests_total{result="hit"}'), 1);
+    assert.equal(grew('service_guard_blocks_total{code="S1"}'), 1);
+    assert.ok(grew('service_tokens_total{kind="completion"}') > 0);
+    assert.equal(grew('service_request_duration_seconds_count{stream="false"}'), 4);
+    assert.match(now, /^service_queue_waiting /m);
+    assert.match(now, /^process_cpu_seconds_total /m);
+  });
+
+  it('counts credit refusals', async () => {
+    const key = await server.keys.create('broke', { credits: 0 });
+    const before = value(await scrape(), 'service_refusals_total{reason="credits"}');
+    const res = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: 'POST', headers: { Authorization: `Bearer ${key.key}`, 'Content-Type': 'application/json' }, body: JSON.stringify(hello),
+    });
+    assert.equal(res.status, 402);
+    await settle();
+    assert.equal(value(await scrape(), 'service_refusals_total{reason="credits"}') - before, 1);
+  });
+});
+
+describe('GET /healthz and /readyz', () => {
+  let healthy = true;
+  const readiness = new Readiness({ store: async () => { if (!healthy) throw new Error('store down'); } });
+  let server: TestServer;
+  before(async () => (server = await startTestServer({ readiness })));
+  after(() => server.close());
+  const get = async (path: string) => {
+    const res = await fetch(`${base(server)}${path}`); // no key
+    return { status: res.status, body: await res.json() };
+  };
+
+  it('answers alive at once, and ready only once started, while the store answers, and until draining', async () => {
+    assert.deepEqual(await get('/healthz'), { status: 200, body: { status: 'ok' } });
+    assert.deepEqual(await get('/readyz'), { status: 503, body: { status: 'starting', checks: { store: 'ok' } } });
+    readiness.started();
+    assert.deepEqual(await get('/readyz'), { status: 200, body: { status: 'ready', checks: { store: 'ok' } } });
+    healthy = false;
+    assert.deepEqual(await get('/readyz'), { status: 503, body: { status: 'unready', checks: { store: 'failing: store down' } } });
+    healthy = true;
+    readiness.draining();
+    assert.deepEqual(await get('/readyz'), { status: 503, body: { status: 'draining', checks: { store: 'ok' } } });
+    assert.deepEqual(await get('/healthz'), { status: 200, body: { status: 'ok' } });
+  });
+});
+
+describe('CORS', () => {
+  let open: TestServer;
+  let closed: TestServer;
+  before(async () => {
+    open = await startTestServer({ corsOrigins: ['https://app.example.com'] });
+    closed = await startTestServer();
+  });
+  after(() => Promise.all([open.close(), closed.close()]));
+  const preflight = (server: TestServer, origin: string) => fetch(`${server.baseUrl}/chat/completions`, {
+    method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization,content-type' },
+  });
+
+  it('answers a listed origin\'s preflight before authentication, and lets it read the request id', async () => {
+    const res = await preflight(open, 'https://app.example.com');
+    assert.equal(res.status, 204);
+    assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example.com');
+    assert.match(res.headers.get('access-control-allow-headers')!, /authorization/);
+    const answer = await postCompletion(open.baseUrl, hello, { Origin: 'https://app.example.com' });
+    assert.equal(answer.headers.get('access-control-allow-origin'), 'https://app.example.com');
+    assert.match(answer.headers.get('access-control-expose-headers')!, /x-request-id/);
+  });
+
+  it('gives an unlisted origin no CORS headers, and adds none where CORS_ORIGINS is unset', async () => {
+    assert.equal((await preflight(open, 'https://evil.example')).headers.get('access-control-allow-origin'), null);
+    const res = await preflight(closed, 'https://app.example.com');
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get('access-control-allow-origin'), null);
+  });
+});

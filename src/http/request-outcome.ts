@@ -1,0 +1,31 @@
+import type { Response } from 'express';
+
+/**
+ * What one request came to, gathered as it is served, for its log line and the metrics. Metadata
+ * only: never a prompt, an answer or a header's value.
+ */
+export interface RequestOutcome {
+  /** When the request reached the first middleware (performance.now()). */
+  startedAt: number;
+  /** The caller's key id (`key_…`, or `env`). */
+  keyId?: string;
+  /** What answered: `local`, `upstream`, `task:ocr`, `cache`, `guard`. */
+  engine?: string;
+  stream?: boolean;
+  /** The verified cache: an answer served from it, one looked up and not found, or not looked up. */
+  cache?: 'hit' | 'miss' | 'bypass';
+  /** The guard's verdicts: the codes matched (none: passed); absent when the request was not guarded. */
+  guardMatched?: string[];
+  /** From the start of the request to the first text, reasoning or tool call. */
+  ttftMs?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  /** The error sent, as a status or as the in-stream error frame. */
+  error?: { type: string; code: string };
+  zdr?: boolean;
+}
+
+/** The request's outcome record, made on first use (by the first middleware, which stamps the start). */
+export function outcomeOf(res: Response): RequestOutcome {
+  return (res.locals.outcome ??= { startedAt: performance.now() }) as RequestOutcome;
+}
