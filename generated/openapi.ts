@@ -122,9 +122,11 @@ export interface components {
             /**
              * @description Most tokens to generate. Input tokens plus an explicit `max_tokens` must fit the context
              *     window (1M tokens in this contract; a deployment's model may have a smaller one, and a
-             *     request beyond it is answered 400 `context_length_exceeded`). When left out, generation
-             *     is bounded by the window that remains instead.
-             * @default 32000
+             *     request beyond it is answered 400 `context_length_exceeded`). When left out (the
+             *     specification's default, 32000, means "as much as the window allows"), generation is
+             *     bounded by the window that remains, except on the embedded local engine, which stops at
+             *     its default cap (`DEFAULT_MAX_TOKENS`, 512 unless configured) so that a small model
+             *     cannot ramble for minutes; credits are reserved as for 32000 either way.
              */
             max_tokens?: number | null;
             /** @description Newer name for `max_tokens`; when both are sent, `max_completion_tokens` wins. */

@@ -33,6 +33,8 @@ export interface Config {
     contextSize: number;
     threads: number;
     parallel: number;
+    /** Tokens a request without `max_tokens` may generate; a caller may still ask up to the contract's 32000. */
+    defaultMaxTokens: number;
   };
   upstream: {
     baseUrl: string | undefined;
@@ -125,6 +127,7 @@ const ENV = z.object({
   NODE_ENV: text(), VALIDATE_RESPONSES: flag(),
   ENGINE: oneOf(['local', 'upstream']),
   MODEL_PATH: text(), CONTEXT_SIZE: integer(256, 1_048_576), THREADS: integer(1, 256), PARALLEL: integer(1, 64),
+  DEFAULT_MAX_TOKENS: integer(1, 32_000),
   UPSTREAM_BASE_URL: httpUrl(), UPSTREAM_API_KEY: text(), UPSTREAM_MODEL: text(),
   UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000), UPSTREAM_ANSWER_TIMEOUT_MS: integer(1, 3_600_000),
   UPSTREAM_CONCURRENCY: integer(1, 1024), UPSTREAM_VISION: flag(),
@@ -167,6 +170,7 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       contextSize: env.CONTEXT_SIZE ?? 4096,
       threads: env.THREADS ?? availableParallelism(),
       parallel: env.PARALLEL ?? 2,
+      defaultMaxTokens: env.DEFAULT_MAX_TOKENS ?? 512,
     },
     upstream: {
       baseUrl: env.UPSTREAM_BASE_URL,

@@ -19,8 +19,8 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
   return {
     messages,
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
+    temperature: body.temperature ?? undefined,
+    topP: body.top_p ?? undefined,
     stop: stop.filter((s) => s !== ''),
     seed: body.seed ?? undefined,
     output: outputFormatOf(body),

@@ -27,8 +27,9 @@ export interface GenerationRequest {
   messages: EngineMessage[];
   /** Most tokens to generate; `undefined` means "what the context window leaves". */
   maxTokens?: number;
-  temperature: number;
-  topP: number;
+  /** Unset: the engine's own default (the local engine's sampling defaults, the upstream's). */
+  temperature?: number;
+  topP?: number;
   stop: string[];
   seed?: number;
   output: OutputFormat;

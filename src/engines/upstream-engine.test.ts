@@ -42,6 +42,14 @@ describe('upstream engine', () => {
     assert.deepEqual(sent.stop, ['x']);
   });
 
+  it('leaves temperature and top_p to the upstream\'s own defaults when the request sets none', async () => {
+    const upstream = await startFakeUpstream((_b, res) => sendStream(res, [delta({ content: 'Hi' }, 'stop')]));
+    closers.push(upstream.close);
+    await foldEvents(engineFor(upstream.baseUrl).generate(request({ stream: true })));
+    const sent = upstream.requests[0]!;
+    assert.deepEqual([Object.hasOwn(sent, 'temperature'), Object.hasOwn(sent, 'top_p')], [false, false]);
+  });
+
   it('gives a tool call the upstream sent without an id, or with an empty one, an id of its own', async () => {
     const upstream = await startFakeUpstream((_b, res) =>
       sendStream(res, [

@@ -8,6 +8,8 @@ import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
 import { countingEngine } from '../../testing/counting-engine.ts';
 
 const MAX_TOKENS = 600;
+/** DEFAULT_MAX_TOKENS for this file: every other test here sets max_tokens. */
+const DEFAULT_CAP = 24;
 
 /** Polls `read` until two readings `everyMs` apart agree (the timeout of the test is the hang detector). */
 async function settled(read: () => number, everyMs = 1000): Promise<number> {
@@ -24,7 +26,7 @@ let engine: Engine;
 let server: TestServer;
 let counting: ReturnType<typeof countingEngine>;
 before(async () => {
-  engine = await createEngine(loadConfig({ PARALLEL: '1' }));
+  engine = await createEngine(loadConfig({ PARALLEL: '1', DEFAULT_MAX_TOKENS: String(DEFAULT_CAP) }));
   counting = countingEngine(engine, (event) => event.type === 'content');
   server = await startTestServer({ engine: counting.engine });
 });
@@ -78,6 +80,16 @@ describe('the local engine within max_tokens', { timeout: 300_000 }, () => {  co
       assert.equal(answer.choices[0]?.finish_reason, 'length', JSON.stringify(answer.choices[0]));
       assert.ok(answer.usage.completion_tokens <= max, `${answer.usage.completion_tokens} tokens billed for max_tokens ${max}`);
     }
+  });
+
+  it('stops a request that sets no max_tokens at DEFAULT_MAX_TOKENS, sampled with the engine\'s defaults', async () => {
+    const { temperature: _, ...unset } = { ...hello, temperature: undefined };
+    const res = await fetch(`${server.baseUrl}/chat/completions`, {
+      method: 'POST', body: JSON.stringify({ ...unset, messages: [{ role: 'user', content: 'Write a long essay about the history of the sea, with many details.' }] }),
+      headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+    });
+    const answer = (await res.json()) as ChatCompletionResponse;
+    assert.deepEqual([answer.choices[0]!.finish_reason, answer.usage.completion_tokens], ['length', DEFAULT_CAP]);
   });
 
   it('bounds reasoning and answer together by max_tokens', async () => {

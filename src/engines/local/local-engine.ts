@@ -20,11 +20,18 @@ export interface LocalEngineOptions {
   threads: number;
   /** Sequences generated at once; requests beyond them wait in the queue. */
   parallel: number;
+  /** Tokens a request that sets no `max_tokens` may generate (`DEFAULT_MAX_TOKENS`). */
+  defaultMaxTokens: number;
 }
 
 /** The contract's largest `max_tokens`, also its default: it means "as much as the window allows". */
 const CONTRACT_MAX_TOKENS = 32000;
 const THINKING_BUDGET: Record<ReasoningEffort, number> = { low: 128, medium: 512, high: 2048 };
+/**
+ * Sampling where the request sets none: llama.cpp's server defaults, with its classic repetition
+ * penalty. A small model sampled at temperature 1 with no penalty can ramble for minutes.
+ */
+const SAMPLING = { temperature: 0.8, topP: 0.95, topK: 40, minP: 0.05, repeatPenalty: { penalty: 1.1, lastTokens: 64 } };
 const DECISION_MAX_TOKENS = 64;
 
 interface PassResult {
@@ -70,8 +77,11 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
       let completionTokens = 0;
       const result = await chat.generateResponse(history, {
         maxTokens: pass.maxTokens,
-        temperature: request.temperature,
-        topP: request.topP,
+        temperature: request.temperature ?? SAMPLING.temperature,
+        topP: request.topP ?? SAMPLING.topP,
+        topK: SAMPLING.topK,
+        minP: SAMPLING.minP,
+        repeatPenalty: SAMPLING.repeatPenalty,
         ...(request.seed !== undefined ? { seed: request.seed } : {}),
         ...(pass.grammar ? { grammar: pass.grammar } : {}),
         ...(pass.stop?.length ? { customStopTriggers: pass.stop } : {}),
@@ -102,7 +112,10 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
     return await done;
   }
 
-  /** Tokens the answer may use: what the window leaves, and an explicit smaller `max_tokens` must fit. */
+  /**
+   * Tokens the answer may use: an explicit `max_tokens` must fit in what the window leaves; without
+   * one, the default cap or what the window leaves, whichever is less.
+   */
   function answerBudget(history: ChatHistoryItem[], request: GenerationRequest): number {
     const used = promptTokens(history);
     const left = options.contextSize - used;
@@ -112,7 +125,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         `The conversation takes ${used} tokens; with max_tokens ${asked ?? 'unset'} it exceeds this model's context window of ${options.contextSize} tokens.`,
         'context_length_exceeded', 'messages');
     }
-    return Math.min(asked ?? left, left);
+    return Math.min(asked ?? options.defaultMaxTokens, left);
   }
 
   async function grammarFor(schema: Record<string, unknown>): Promise<LlamaGrammar> {
