@@ -97,9 +97,11 @@ run: serve-setup
 	@$(NODE) src/keys/cli.ts ensure-dev
 	PORT=$(PORT) $(NODE) src/main.ts
 
-mock: setup
-	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
-	npx prism mock .cache/openapi.mock.yaml --host 127.0.0.1 --port $(MOCK_PORT)
+# Prism behind a front that streams (src/mock/): on MOCK_PORT, Prism itself on the next port.
+SERVE_MOCK := $(NODE) src/mock/serve-mock.ts --port $(MOCK_PORT)
+
+mock: node_modules/.installed
+	$(SERVE_MOCK)
 
 # --- the contract -----------------------------------------------------------------------------
 generate: node_modules/.installed
@@ -125,9 +127,7 @@ contract: setup
 	$(SERVE_SEARXNG) $(SERVE_LOCAL) $(SERVE_CHAINED) env $(SUITE_ENV) contract-tests/run-suites.sh $(LOCAL_URL) $(CHAINED_URL)
 
 contract-mock: setup
-	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
-	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions \
-		"npx prism mock .cache/openapi.mock.yaml --host 127.0.0.1 --port $(MOCK_PORT)" \
+	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions "$(SERVE_MOCK)" \
 		env MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(NODE) --test contract-tests/mock.test.ts
 
 fuzz: setup
@@ -138,9 +138,7 @@ test: setup lint check-generated typecheck unit contract contract-mock fuzz
 
 # Not part of `make test`: the mock answers from examples and fails some checks by design (README).
 fuzz-mock: setup
-	$(NODE) scripts/write-mock-contract.ts .cache/openapi.mock.yaml http://127.0.0.1:$(MOCK_PORT)
-	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions \
-		"npx prism mock .cache/openapi.mock.yaml --host 127.0.0.1 --port $(MOCK_PORT)" \
+	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions "$(SERVE_MOCK)" \
 		contract-tests/fuzz.sh http://127.0.0.1:$(MOCK_PORT)/v1 any-key $(FUZZ_EXAMPLES)
 
 # Speed and memory, side by side with node-llama-cpp called directly (bench/, README).

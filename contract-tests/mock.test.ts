@@ -1,6 +1,8 @@
-// The Prism mock at MOCK_BASE_URL, driven by the generated client as a frontend team would.
+// The mock at MOCK_BASE_URL (Prism behind its streaming front, src/mock/), driven by the generated
+// client and the official openai SDK as a frontend team would.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import OpenAI from 'openai';
 import { createChatCompletion, createServiceClient, streamChatCompletion } from '../client/index.ts';
 import { assertMatchesSchema } from './contract-schemas.ts';
 import { target } from './target.ts';
@@ -46,5 +48,50 @@ describe(`the Prism mock at ${baseUrl}`, () => {
     assert.equal(response.status, 401);
     assertMatchesSchema('ErrorEnvelope', error);
     assert.equal(error?.error.type, 'authentication_error');
+  });
+
+  const openai = new OpenAI({ baseURL: baseUrl, apiKey: 'any-key', maxRetries: 0 });
+  /** The SDK's stream, its text and tool-call argument deltas joined. */
+  async function streamed(prefer?: string) {
+    const stream = await openai.chat.completions.create({ ...question, stream: true }, prefer ? { headers: { Prefer: prefer } } : {});
+    let content = '';
+    let args = '';
+    for await (const chunk of stream) {
+      assertMatchesSchema('ChatCompletionChunk', chunk);
+      content += chunk.choices[0]?.delta.content ?? '';
+      args += chunk.choices[0]?.delta.tool_calls?.map((c) => c.function?.arguments ?? '').join('') ?? '';
+    }
+    return { content, args };
+  }
+
+  it('streams to the official openai SDK, which sends no Accept: text/event-stream', async () => {
+    assert.equal((await streamed()).content, 'Hello there!');
+  });
+
+  it('streams the tool call and reasoning examples (Prefer: example=toolCall, example=reasoning)', async () => {
+    assert.equal((await streamed('example=toolCall')).args, '{"city":"Paris"}');
+    assert.match((await streamed('example=reasoning')).content, /^<think>.+<\/think>No\. 1001/);
+  });
+
+  it('sends a stream in pieces over time, not as one body', async () => {
+    const res = await fetch(`${baseUrl}/chat/completions`, {
+      method: 'POST', headers: { Authorization: 'Bearer any-key', 'Content-Type': 'application/json' }, body: JSON.stringify({ ...question, stream: true }),
+    });
+    const reads: string[] = [];
+    const decoder = new TextDecoder();
+    for await (const piece of res.body!) reads.push(decoder.decode(piece as Uint8Array, { stream: true }));
+    const events = reads.join('').split('\n\n').filter(Boolean);
+    assert.ok(reads.length > 1 && reads[0]!.split('\n\n').filter(Boolean).length < events.length, `${reads.length} reads for ${events.length} events`);
+    assert.equal(events.at(-1), 'data: [DONE]');
+  });
+
+  it('answers a body that is not JSON with 400 invalid_json in the envelope', async () => {
+    const res = await fetch(`${baseUrl}/chat/completions`, {
+      method: 'POST', headers: { Authorization: 'Bearer any-key', 'Content-Type': 'application/json' }, body: '{"model":',
+    });
+    assert.equal(res.status, 400);
+    const body = (await res.json()) as { error: { type: string; code: string } };
+    assertMatchesSchema('ErrorEnvelope', body);
+    assert.deepEqual([body.error.type, body.error.code], ['invalid_request_error', 'invalid_json']);
   });
 });
