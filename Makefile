@@ -10,7 +10,7 @@ TEST_KEY ?= sk-test-conformance
 FUZZ_EXAMPLES ?= 40
 
 NODE := node --import tsx
-TESTS := $(shell find src -name '*.test.ts' | sort)
+TESTS := $(shell find src client -name '*.test.ts' -not -path '*/node_modules/*' -not -path '*/dist/*' | sort)
 # The test deployment: the local engine, and a second instance that uses the first as its upstream.
 LOCAL_URL := http://127.0.0.1:$(TEST_PORT)/v1
 CHAINED_URL := http://127.0.0.1:$(CHAINED_PORT)/v1
@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup serve-setup run mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
+.PHONY: help setup serve-setup run client mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -96,6 +96,11 @@ $(MODEL): scripts/install-model.sh
 run: serve-setup
 	@$(NODE) src/keys/cli.ts ensure-dev
 	PORT=$(PORT) $(NODE) src/main.ts
+
+# The typed client as an npm package (client/): built to JS with declarations, packed into .cache/client/.
+client: node_modules/.installed
+	mkdir -p .cache/client
+	cd client && PATH="$(CURDIR)/node_modules/.bin:$$PATH" npm pack --pack-destination ../.cache/client
 
 # Prism behind a front that streams (src/mock/): on MOCK_PORT, Prism itself on the next port.
 SERVE_MOCK := $(NODE) src/mock/serve-mock.ts --port $(MOCK_PORT)
