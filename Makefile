@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup serve-setup run client mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
+.PHONY: help setup serve-setup run client docs mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -32,10 +32,11 @@ help:
 
 # --- setup: installs only what is missing or out of date -------------------------------------
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+DOCS := .cache/docs/index.html
 GUARD_HEADS := .cache/guard/heads.json
 
 # What serving needs (make run), then what the tests add (make test).
-serve-setup: .cache/system-packages-serve.installed node_modules/.installed .venv-stt/.installed $(MODEL) $(GUARD_HEADS)
+serve-setup: .cache/system-packages-serve.installed node_modules/.installed .venv-stt/.installed $(MODEL) $(GUARD_HEADS) $(DOCS)
 
 setup: serve-setup .cache/system-packages.installed .venv/.installed .cache/fixtures/photos/horse.png
 
@@ -97,6 +98,16 @@ run: serve-setup
 	@$(NODE) src/keys/cli.ts ensure-dev
 	PORT=$(PORT) $(NODE) src/main.ts
 
+# The API reference (Redocly build-docs, one self-contained page, served at /docs), and its
+# screenshot in docs/ (Debian's chromium, headless).
+$(DOCS): openapi.yaml node_modules/.installed
+	@mkdir -p $(dir $@)
+	REDOCLY_TELEMETRY=off npx redocly build-docs openapi.yaml --inlineBundle --title 'Chat Completion Service API' -o $@
+
+docs: setup $(DOCS)
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1440,1800 --virtual-time-budget=15000 \
+		--screenshot=docs/api-reference.png 'file://$(CURDIR)/$(DOCS)#/chat/createchatcompletion' 2>/dev/null
+
 # The typed client as an npm package (client/): built to JS with declarations, packed into .cache/client/.
 client: node_modules/.installed
 	mkdir -p .cache/client
@@ -105,7 +116,7 @@ client: node_modules/.installed
 # Prism behind a front that streams (src/mock/): on MOCK_PORT, Prism itself on the next port.
 SERVE_MOCK := $(NODE) src/mock/serve-mock.ts --port $(MOCK_PORT)
 
-mock: node_modules/.installed
+mock: node_modules/.installed $(DOCS)
 	$(SERVE_MOCK)
 
 # --- the contract -----------------------------------------------------------------------------

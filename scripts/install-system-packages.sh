@@ -2,7 +2,8 @@
 # Installs the Debian packages that are missing, for serving (`serve`) or also for the tests (`test`).
 # Serving: poppler-utils renders scanned PDF pages for OCR, ffmpeg decodes audio, apertium and its
 # language pairs translate. The tests add espeak-ng (it speaks the speech fixtures), the DejaVu
-# fonts (they render the text fixtures) and redis-server (the Redis half of the store's tests).
+# fonts (they render the text fixtures), redis-server (the Redis half of the store's tests) and
+# chromium (it renders the API reference in a test, and its screenshot for make docs).
 set -euo pipefail
 what=${1:-test}
 needed=()
@@ -15,6 +16,7 @@ if [ "$what" = test ]; then
   command -v espeak-ng >/dev/null || needed+=(espeak-ng)
   [ -d /usr/share/fonts/truetype/dejavu ] || needed+=(fonts-dejavu-core)
   command -v redis-server >/dev/null || needed+=(redis-server)
+  command -v chromium >/dev/null || needed+=(chromium)
 fi
 [ ${#needed[@]} -eq 0 ] && exit 0
 echo "==> Debian packages (apt-get, a minute or two): ${needed[*]}"

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import cors from 'cors';
 import express, { type Express } from 'express';
 import type { Logger as Pino } from 'pino';
@@ -52,6 +53,8 @@ export interface AppDeps {
   readiness?: Readiness;
   /** Browser origins allowed by CORS (`CORS_ORIGINS`); none: no CORS headers at all. */
   corsOrigins?: string[];
+  /** The rendered API reference (`make docs`), served at `/docs` without a key. */
+  docsFile?: string;
 }
 
 /** The headers a browser app may read from an answer: the request id, rate limits, Retry-After. */
@@ -76,6 +79,7 @@ export function createApp(deps: AppDeps): Express {
     app.use(cors({ origin: deps.corsOrigins.includes('*') ? '*' : deps.corsOrigins, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 }));
   }
   app.use(operationalRoutes(deps.readiness ?? readyAtOnce(deps.store), deps.metricsElsewhere ? undefined : deps.metrics));
+  if (deps.docsFile) app.get('/docs', apiReference(deps.docsFile));
   app.use(createBearerAuth(deps.keys));
   app.use(createJsonBody(deps.bodyLimitBytes));
   app.use(
@@ -107,4 +111,12 @@ function readyAtOnce(store: Store): Readiness {
   const readiness = new Readiness({ store: () => store.ping() });
   readiness.started();
   return readiness;
+}
+
+/** `GET /docs`: the API reference page (one self-contained file; its navigation is in the URL's hash). */
+export function apiReference(file: string): express.RequestHandler {
+  return (_req, res, next) => {
+    if (!existsSync(file)) return next(notFound('The API reference is not built here: run make docs.'));
+    res.sendFile(file, { dotfiles: 'allow' }); // it lives under .cache/
+  };
 }

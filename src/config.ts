@@ -54,6 +54,8 @@ export interface Config {
   metricsPort: number | undefined;
   /** Browser origins allowed by CORS (`https://app.example.com`, or `*` for any); none: no CORS. */
   corsOrigins: string[];
+  /** The rendered API reference served at `/docs` (built by the setup from openapi.yaml). */
+  docsFile: string;
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
   attachments: {
@@ -186,6 +188,7 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     metricsPort: env.METRICS_PORT,
     corsOrigins: env.CORS_ORIGINS,
+    docsFile: `${PROJECT_ROOT}.cache/docs/index.html`,
     attachments: {
       imageMaxPixels: env.IMAGE_MAX_PIXELS ?? 40_000_000,
       inlineMaxBytes: env.INLINE_FILE_LIMIT_BYTES ?? 20_000_000,

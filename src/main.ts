@@ -43,6 +43,7 @@ async function start(): Promise<void> {
     metricsElsewhere: config.metricsPort !== undefined,
     readiness,
     corsOrigins: config.corsOrigins,
+    docsFile: config.docsFile,
   });
   const server = await listen(app, config.port, config.host);
   // The operational endpoints on a port of their own stay up while the service drains.

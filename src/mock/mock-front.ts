@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
 /** Response headers that belong to one hop, not to the answer. */
@@ -8,12 +9,16 @@ const HOP_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'c
  * the service for frontend teams:
  * - `stream: true` gets the streamed example whatever `Accept` says (the official SDK sends
  *   `Accept: application/json`), one event at a time, `eventGapMs` apart, as a server streams;
- * - a body that is not JSON gets the service's 400 envelope (`invalid_json`).
+ * - a body that is not JSON gets the service's 400 envelope (`invalid_json`);
+ * - `GET /docs` is the API reference, as on the service (`docsFile`, built by `make docs`).
  * Everything else (examples, `Prefer`, request validation, the 401 without a key, CORS) is Prism's.
  */
-export function createMockFront(prismOrigin: string, eventGapMs = 40): Server {
+export function createMockFront(prismOrigin: string, docsFile: string, eventGapMs = 40): Server {
   return createServer((req, res) => {
-    handle(req, res, prismOrigin, eventGapMs).catch((err: unknown) => {
+    const work = req.method === 'GET' && (req.url ?? '').split('?')[0] === '/docs'
+      ? readFile(docsFile).then((page) => void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page))
+      : handle(req, res, prismOrigin, eventGapMs);
+    work.catch((err: unknown) => {
       if (!res.headersSent) envelope(res, 502, 'service_unavailable', 'mock_unavailable', `The Prism mock behind this front failed: ${(err as Error).message}`);
       else res.destroy();
     });

@@ -34,4 +34,4 @@ for (;;) {
   if (up) break;
   await new Promise((r) => setTimeout(r, 250));
 }
-createMockFront(prismOrigin).listen(port, values.host, () => console.log(`Mock on http://${values.host}:${port}/v1 (Prism on ${prismOrigin})`));
+createMockFront(prismOrigin, '.cache/docs/index.html').listen(port, values.host, () => console.log(`Mock on http://${values.host}:${port}/v1 (Prism on ${prismOrigin})`));
