@@ -10,7 +10,7 @@ TEST_KEY ?= sk-test-conformance
 FUZZ_EXAMPLES ?= 40
 
 NODE := node --import tsx
-TESTS := $(shell find src client -name '*.test.ts' -not -path '*/node_modules/*' -not -path '*/dist/*' | sort)
+TESTS := $(shell find src client contract-tests/kit -name '*.test.ts' -not -path '*/node_modules/*' -not -path '*/dist/*' | sort)
 # The test deployment: the local engine, and a second instance that uses the first as its upstream.
 LOCAL_URL := http://127.0.0.1:$(TEST_PORT)/v1
 CHAINED_URL := http://127.0.0.1:$(CHAINED_PORT)/v1
@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup serve-setup run client docs mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
+.PHONY: help setup serve-setup run client docs conformance kit mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -107,6 +107,21 @@ $(DOCS): openapi.yaml node_modules/.installed
 docs: setup $(DOCS)
 	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1440,1800 --virtual-time-budget=15000 \
 		--screenshot=docs/api-reference.png 'file://$(CURDIR)/$(DOCS)#/chat/createchatcompletion' 2>/dev/null
+
+# The conformance kit: grades any implementation and writes a report (README, "For platform teams").
+#   make conformance BASE_URL=http://host:8000/v1 API_KEY=… [MODEL_ID=…] [EXTENSIONS=1] [REPORT=dir]
+BASE_URL ?= http://127.0.0.1:8080/v1
+API_KEY ?=
+MODEL_ID ?= service
+REPORT ?= conformance-report
+conformance: node_modules/.installed .venv/.installed
+	$(NODE) contract-tests/kit/cli.ts --base-url $(BASE_URL) --api-key '$(API_KEY)' --model $(MODEL_ID) --report $(REPORT) \
+		--schemathesis .venv/bin/st $(if $(EXTENSIONS),--extensions)
+
+# The kit as an npm package (npx conformance …), packed into .cache/kit/.
+kit: node_modules/.installed
+	mkdir -p .cache/kit
+	cd contract-tests/kit && PATH="$(CURDIR)/node_modules/.bin:$$PATH" npm pack --pack-destination ../../.cache/kit
 
 # The typed client as an npm package (client/): built to JS with declarations, packed into .cache/client/.
 client: node_modules/.installed

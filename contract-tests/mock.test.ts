@@ -5,6 +5,7 @@ import { describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { createChatCompletion, createServiceClient, streamChatCompletion } from '../client/index.ts';
 import { assertMatchesSchema } from './contract-schemas.ts';
+import { runKit } from './kit/run-kit.ts';
 import { target } from './target.ts';
 
 const { baseUrl } = target('MOCK_BASE_URL');
@@ -93,5 +94,12 @@ describe(`the Prism mock at ${baseUrl}`, () => {
     const body = (await res.json()) as { error: { type: string; code: string } };
     assertMatchesSchema('ErrorEnvelope', body);
     assert.deepEqual([body.error.type, body.error.code], ['invalid_request_error', 'invalid_json']);
+  });
+
+  it('is graded by the conformance kit, whose report shows what a mock cannot do: check keys, call tools', async () => {
+    const result = await runKit({ baseUrl, apiKey: 'any-key', model: 'service', extensions: false, timeoutMs: 60_000 });
+    const failed = result.checks.filter((c) => c.status === 'fail').map((c) => c.id);
+    assert.deepEqual(failed, ['bad-key', 'tool-flow']);
+    assert.deepEqual(result.rules.filter((r) => r.status === 'fail').map((r) => r.rule.id), ['§2.7', '§2.9', '§4.5', '§5.3', '§5.4', '§7']);
   });
 });
