@@ -50,10 +50,13 @@ async function start(): Promise<void> {
   const operational = config.metricsPort === undefined ? undefined
     : await listen(express().use(operationalRoutes(readiness, metrics)), config.metricsPort, config.host, 'METRICS_PORT');
   logger.info({ engine: engine.description }, `Chat completion service on http://${config.host}:${config.port}/v1`);
-  logger.info('warming the guard\'s classifiers');
-  guard.warm()
-    .catch((err: unknown) => logger.error({ err }, 'the guard could not start: guarded requests will get 503'))
-    .finally(() => (readiness.started(), logger.info('ready')));
+  // Ready once the guard's classifiers and the tasks' models are loaded; a part that cannot start
+  // is logged, and its requests get their own 503 or 500, while the rest is served.
+  logger.info('warming the guard\'s classifiers and the tasks\' models');
+  Promise.allSettled([
+    guard.warm().catch((err: unknown) => logger.error({ err }, 'the guard could not start: guarded requests will get 503')),
+    tasks.warm().catch((err: unknown) => logger.error({ err }, 'a task\'s model could not start: its requests will fail')),
+  ]).then(() => (readiness.started(), logger.info('ready')));
 
   /** Stop accepting, let what is in flight finish (up to SHUTDOWN_GRACE_MS), end the rest cleanly, close. */
   const shutdown = async (signal: string) => {

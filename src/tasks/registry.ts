@@ -1,17 +1,23 @@
 import { invalidRequest, serviceUnavailable } from '../errors/service-error.ts';
 import { TASK_NAMES, type Task, type TaskName } from './task.ts';
 
-/** Something a task holds that must be ended at shutdown (a worker process). */
-export interface Closable {
+/** Something a task holds (a worker process): ended at shutdown, and warmed at start where it loads a model. */
+export interface TaskResource {
   close(): Promise<void>;
+  warm?(): Promise<void>;
 }
 
 /** The tasks this deployment runs, looked up by the name `<task>` gives. */
 export class TaskRegistry {
   private readonly tasks = new Map<TaskName, Task>();
 
-  constructor(tasks: Task[], private readonly resources: Closable[] = []) {
+  constructor(tasks: Task[], private readonly resources: TaskResource[] = []) {
     for (const task of tasks) this.tasks.set(task.name, task);
+  }
+
+  /** Starts the workers that load a model (OCR, detection, speech), so that no first request waits for one. */
+  async warm(): Promise<void> {
+    await Promise.all(this.resources.map((r) => r.warm?.()));
   }
 
   /** Ends every worker the tasks hold. */

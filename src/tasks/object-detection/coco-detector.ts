@@ -1,6 +1,6 @@
 import type { WorkerLimits } from '../../workers/isolated-worker.ts';
 import { IsolatedWorker } from '../../workers/isolated-worker.ts';
-import type { detectObjects } from './coco-model.ts';
+import type { detectObjects, loadDetector } from './coco-model.ts';
 
 export interface DetectedObject {
   label: string;
@@ -8,7 +8,7 @@ export interface DetectedObject {
   bbox: { x: number; y: number; width: number; height: number };
 }
 
-type DetectorJobs = { detect: typeof detectObjects };
+type DetectorJobs = { detect: typeof detectObjects; warm: typeof loadDetector };
 
 /**
  * COCO object detection (see coco-model.ts) in its own worker process, with a deadline and a
@@ -24,6 +24,11 @@ export class CocoDetector {
 
   detect(image: Buffer): Promise<{ width: number; height: number; objects: DetectedObject[] }> {
     return this.worker.run('detect', image);
+  }
+
+  /** Starts the worker and loads the model in it. */
+  warm(): Promise<void> {
+    return this.worker.run('warm');
   }
 
   close(): Promise<void> {

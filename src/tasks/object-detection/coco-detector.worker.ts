@@ -1,5 +1,5 @@
 // The object detector's worker process (see CocoDetector).
 import { serveJobs } from '../../workers/serve-jobs.ts';
-import { detectObjects } from './coco-model.ts';
+import { detectObjects, loadDetector } from './coco-model.ts';
 
-serveJobs({ detect: detectObjects });
+serveJobs({ detect: detectObjects, warm: loadDetector });

@@ -58,6 +58,11 @@ export async function detectObjects(image: Uint8Array): Promise<{ width: number;
   }
 }
 
+/** Loads the model now (the worker's first detection would otherwise). */
+export async function loadDetector(): Promise<void> {
+  await (human ??= load());
+}
+
 /** The model's box, cut to the image (its boxes can overhang the edges). */
 function clip([x, y, w, h]: [number, number, number, number], width: number, height: number) {
   const left = Math.min(Math.max(0, x), width);

@@ -40,6 +40,11 @@ export class TesseractReader {
     return run;
   }
 
+  /** Starts Tesseract and loads its language data. */
+  async warm(): Promise<void> {
+    await (this.worker ??= this.start());
+  }
+
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = undefined;

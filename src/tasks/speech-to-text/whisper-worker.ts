@@ -40,6 +40,14 @@ export class WhisperWorker {
     return run;
   }
 
+  /** Starts the worker, which loads the Whisper model before it says it is ready. */
+  async warm(): Promise<void> {
+    await (this.child ??= this.start().catch((err: Error) => {
+      this.child = undefined;
+      throw err;
+    }));
+  }
+
   async close(): Promise<void> {
     const child = this.child;
     this.child = undefined;
