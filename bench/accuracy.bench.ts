@@ -5,7 +5,8 @@ import { CocoDetector } from '../src/tasks/object-detection/coco-detector.ts';
 import { createOcrTask } from '../src/tasks/ocr/ocr-task.ts';
 import { TesseractReader } from '../src/tasks/ocr/tesseract-reader.ts';
 import { PdfReader } from '../src/tasks/ocr/pdf-reader.ts';
-import { pdfLimitsOf, speechLimitsOf, workerLimitsOf } from '../src/tasks/create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf, speechLimitsOf, workerLimitsOf } from '../src/tasks/create-tasks.ts';
+import { DocumentReader } from '../src/tasks/ocr/document-reader.ts';
 import { createSpeechToTextTask } from '../src/tasks/speech-to-text/speech-to-text-task.ts';
 import { WhisperWorker } from '../src/tasks/speech-to-text/whisper-worker.ts';
 import { characterErrorRate, renderTextImage, scannedPdf, speech, wordErrorRate } from '../src/testing/fixtures.ts';
@@ -18,7 +19,8 @@ const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const config = loadConfig(process.env);
 const reader = new TesseractReader(config.tasks.timeoutMs);
 const pdfs = new PdfReader(pdfLimitsOf(config));
-const ocr = createOcrTask(reader, pdfs);
+const offices = new DocumentReader(documentLimitsOf(config));
+const ocr = createOcrTask(reader, pdfs, offices);
 const readText = async (kind: 'image' | 'pdf', mime: string, bytes: Buffer) => {
   const entry = await ocr.run(taskInput({ attachments: [{ kind, mime, bytes, param: 'fixture' }] }));
   return entry.name === 'ocr' ? entry.result.text : '';
@@ -30,6 +32,7 @@ for (const dpi of [200, 100, 72]) {
 console.log(`OCR, scanned PDF page: CER ${pct(characterErrorRate(LINES.join('\n'), await readText('pdf', 'application/pdf', await scannedPdf(LINES))))}`);
 await reader.close();
 await pdfs.close();
+await offices.close();
 
 const worker = new WhisperWorker(config.sttPython, 2, speechLimitsOf(config));
 const stt = createSpeechToTextTask(worker);

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { describe, it } from 'node:test';
 import { dataUrl } from '../src/testing/fixtures.ts';
-import { blankPagesPdf, deflateBombPdf, hugePng, repeatedAttachmentMarker, spacesAfterTag } from '../src/testing/hostile-inputs.ts';
+import { blankPagesPdf, deflateBombPdf, hugePng, longVideo, repeatedAttachmentMarker, spacesAfterTag } from '../src/testing/hostile-inputs.ts';
+import { liarDocx, zipBombDocx } from '../src/testing/office-fixtures.ts';
 import { target } from './target.ts';
 
 const { baseUrl, apiKey } = target('SERVICE_BASE_URL');
@@ -56,7 +57,8 @@ const task = (name: string, part: unknown, extra: object = {}) => ({
   messages: [{ role: 'system', content: `<task>${name}</task>` }, { role: 'user', content: [{ type: 'text', text: 'Read this.' }, part] }],
 });
 const image = (bytes: Buffer) => ({ type: 'image_url', image_url: { url: dataUrl('image/png', bytes) } });
-const pdf = (bytes: Buffer) => ({ type: 'file', file: { filename: 'doc.pdf', file_data: dataUrl('application/pdf', bytes) } });
+const file = (filename: string, mime: string, bytes: Buffer) => ({ type: 'file', file: { filename, file_data: dataUrl(mime, bytes) } });
+const pdf = (bytes: Buffer) => file('doc.pdf', 'application/pdf', bytes);
 
 describe(`hostile inputs at ${baseUrl}`, { timeout: 600_000 }, () => {
   for (const [width, height] of [[16_000, 16_000], [8000, 8000]] as const) {
@@ -74,6 +76,23 @@ describe(`hostile inputs at ${baseUrl}`, { timeout: 600_000 }, () => {
     const bomb = await deflateBombPdf(300_000_000);
     assert.ok(bomb.length < 2_000_000);
     await assertError(await postJson(task('ocr', pdf(bomb))), 413, 'payload_too_large', 'pdf_too_large', /PDF_MAX_INFLATED_BYTES/);
+    await assertStillServing();
+  });
+
+  it('refuses a 2-hour video with 413 video_too_long, in task mode and through the MoA layer', async () => {
+    const video = file('film.mp4', 'video/mp4', longVideo(7200));
+    await assertError(await postJson(task('speech_to_text', video)), 413, 'payload_too_large', 'video_too_long', /VIDEO_MAX_SECONDS/);
+    await assertError(await postJson({ model: 'service', messages: [{ role: 'user', content: [{ type: 'text', text: 'Summarise.' }, video] }] }),
+      413, 'payload_too_large', 'video_too_long');
+    await assertStillServing();
+  });
+
+  it('refuses a zip bomb disguised as a docx (1 GiB from 1 MB) with 413, and a docx whose sizes lie', async () => {
+    const docx = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+    const bomb = zipBombDocx(1024 * 1024 * 1024);
+    assert.ok(bomb.length < 2_000_000);
+    await assertError(await postJson(task('ocr', file('report.docx', docx, bomb))), 413, 'payload_too_large', 'document_too_large', /DOCUMENT_MAX_INFLATED_BYTES/);
+    await assertError(await postJson(task('ocr', file('report.docx', docx, liarDocx(512 * 1024 * 1024)))), 413, 'payload_too_large', 'document_too_large');
     await assertStillServing();
   });
 

@@ -220,7 +220,15 @@ export interface components {
             file: {
                 /** @description File name including its extension; used to infer the MIME type. */
                 filename: string;
-                /** @description A publicly accessible URL, or a base64 data URL `data:<mime>;base64,<data>`. */
+                /**
+                 * @description A publicly accessible URL, or a base64 data URL `data:<mime>;base64,<data>`. Read:
+                 *     images, PDFs, audio (wav, mp3, ogg, flac, m4a, webm), video (mp4, webm, mov, mkv:
+                 *     its sound track is transcribed and up to `VIDEO_MAX_FRAMES` frames, 8 by default,
+                 *     evenly spaced, are read by OCR and object detection), office documents (docx, xlsx,
+                 *     pptx, odt, ods, odp, epub, rtf: their text as Markdown, tables as Markdown tables,
+                 *     and their pictures by OCR), and text (plain, Markdown, CSV, HTML, JSON). The type is
+                 *     judged from the bytes; a declared type or a file name the bytes contradict is a 400.
+                 */
                 file_data: string;
             };
         };
@@ -445,7 +453,7 @@ export interface components {
                 code: string;
                 score: number;
             }[];
-            /** @description What was checked: `messages[i]` for a message's text, `attachments` for the text read from the attachments (OCR, transcripts), `messages[i].content[j]` for an image, `output` for the answer. */
+            /** @description What was checked: `messages[i]` for a message's text, `attachments` for the text read from the attachments (OCR, transcripts), `messages[i].content[j]` for an image, `messages[i].content[j]#t=S` for the frame of a video at S seconds, `output` for the answer. */
             checked: string[];
         };
         /** @description Entries of internal tasks whose result shape is not fixed yet. */
@@ -466,21 +474,24 @@ export interface components {
         };
         /** @description How sure the engine is, from 0 to 1. */
         Confidence: number;
-        /** @description Text read from images and PDFs; `text` joins every page read. */
+        /** @description Text read from images, video frames, PDFs and office documents; `text` joins every page read. */
         OcrResult: {
             text: string;
             pages: components["schemas"]["OcrPage"][];
-            /** @description One entry per PDF, present when PDFs were read. */
+            /** @description One entry per PDF or office document, present when any was read. */
             documents?: components["schemas"]["OcrDocument"][];
         };
         /**
-         * @description How much of a PDF was read. At most the server's page limit is read (`PDF_MAX_PAGES`,
-         *     20 by default), from the first page on; when `pages_read` is less than `page_count`, the
-         *     rest of the document was not read.
+         * @description How much of a document was read; when `pages_read` is less than `page_count`, the rest of
+         *     the document was not read. A PDF is read up to the server's page limit (`PDF_MAX_PAGES`,
+         *     20 by default), from the first page on. An office document's page 1 is its text, and each
+         *     picture inside it is a further page, read by OCR up to `DOCUMENT_MAX_IMAGES` (16 by default).
          */
         OcrDocument: {
             /** @description The content part it came from, e.g. `messages[1].content[0]`. */
             source: string;
+            /** @enum {string} */
+            format?: "pdf" | "docx" | "xlsx" | "pptx" | "odt" | "ods" | "odp" | "epub" | "rtf";
             /** @description Pages the document has. */
             page_count: number;
             /** @description Pages read, from the first. */
@@ -489,13 +500,17 @@ export interface components {
         OcrPage: {
             /** @description The content part it came from, e.g. `messages[1].content[0]`. */
             source: string;
-            /** @description Page number; 1 for an image. */
+            /** @description Page number: 1 for an image; the frame's number for a video frame; for an office document, 1 for its text and 2 on for its pictures. */
             page: number;
             /**
-             * @description `text_layer`: the PDF's own text (confidence 1, boxes in PDF points); `ocr`: recognised from pixels.
+             * @description `text_layer`: the PDF's own text (confidence 1, boxes in PDF points); `ocr`: recognised from pixels; `document`: an office document's text as Markdown (confidence 1, no lines, width and height 0).
              * @enum {string}
              */
-            method: "ocr" | "text_layer";
+            method: "ocr" | "text_layer" | "document";
+            /** @description For a frame of a video, where in the video it was taken. */
+            time_seconds?: number;
+            /** @description For a picture inside an office document, its name there (e.g. `image1.png`). */
+            picture?: string;
             width: number;
             height: number;
             text: string;
@@ -516,6 +531,8 @@ export interface components {
         ObjectDetectionResult: {
             images: {
                 source: string;
+                /** @description For a frame of a video, where in the video it was taken. */
+                time_seconds?: number;
                 width: number;
                 height: number;
                 objects: {
@@ -529,6 +546,8 @@ export interface components {
         GuiDetectionResult: {
             images: {
                 source: string;
+                /** @description For a frame of a video, where in the video it was taken. */
+                time_seconds?: number;
                 width: number;
                 height: number;
                 elements: {
@@ -547,8 +566,9 @@ export interface components {
             language: string;
             duration_seconds: number;
             segments: {
+                /** @description The content part it came from; for a video, the video (its sound track). */
                 source: string;
-                /** @description Seconds from the start of its file. */
+                /** @description Seconds from the start of its file (of the video, for a video's sound track). */
                 start: number;
                 end: number;
                 text: string;
@@ -723,7 +743,9 @@ export interface components {
          *     `file_too_large` (an attachment's bytes), `image_too_large` (an image's pixels, judged
          *     from its header before decoding; 40 million by default), `pdf_too_large` (a PDF whose
          *     streams inflate past 256 MiB by default), `audio_too_long` (audio past 900 s by default),
-         *     `task_memory_exceeded` (reading the file needed more memory than a task may use),
+         *     `video_too_long` (video past 900 s by default, `VIDEO_MAX_SECONDS`), `video_too_large` (a
+         *     video's picture size past the image limit), `document_too_large` (an office document, a zip,
+         *     whose parts inflate past 100 MiB by default or number over 2000), `task_memory_exceeded` (reading the file needed more memory than a task may use),
          *     `task_output_too_large` (a converter's output for the file passed its bound).
          */
         PayloadTooLarge: {

@@ -78,6 +78,14 @@ export interface Config {
     pdfMaxInflatedBytes: number;
     /** Longest audio transcribed; the rest is not decoded. */
     audioMaxSeconds: number;
+    /** Longest video read; a longer one is refused. */
+    videoMaxSeconds: number;
+    /** Frames sampled from a video, evenly spaced, for OCR and object detection. */
+    videoMaxFrames: number;
+    /** Largest total of an office document's parts once inflated (it is a zip). */
+    documentMaxInflatedBytes: number;
+    /** Pictures inside one office document sent to OCR; the rest are counted, not read. */
+    documentMaxImages: number;
   };
   /** The Python of the speech-to-text worker's environment. */
   sttPython: string;
@@ -139,6 +147,8 @@ const ENV = z.object({
   FETCH_TIMEOUT_MS: integer(1, 600_000), FETCH_ALLOW_LOOPBACK: flag(),
   TASK_TIMEOUT_MS: integer(1, 3_600_000), TASK_MEMORY_MB: integer(32, 65_536), PDF_MAX_PAGES: integer(1, 100_000),
   PDF_MAX_INFLATED_BYTES: integer(1, 2 ** 40), AUDIO_MAX_SECONDS: integer(1, 86_400),
+  VIDEO_MAX_SECONDS: integer(1, 86_400), VIDEO_MAX_FRAMES: integer(1, 64),
+  DOCUMENT_MAX_INFLATED_BYTES: integer(1, 2 ** 40), DOCUMENT_MAX_IMAGES: integer(0, 1000),
   STT_PYTHON: text(), GUARD_PYTHON: text(), GUARD_HEADS: text(),
   SEARXNG_URL: httpUrl(), BRAVE_SEARCH_API_KEY: text(), SEARCH_TIMEOUT_MS: integer(1, 600_000),
 }).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
@@ -202,6 +212,10 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       pdfMaxPages: env.PDF_MAX_PAGES ?? 20,
       pdfMaxInflatedBytes: env.PDF_MAX_INFLATED_BYTES ?? 256 * 1024 * 1024,
       audioMaxSeconds: env.AUDIO_MAX_SECONDS ?? 900,
+      videoMaxSeconds: env.VIDEO_MAX_SECONDS ?? 900,
+      videoMaxFrames: env.VIDEO_MAX_FRAMES ?? 8,
+      documentMaxInflatedBytes: env.DOCUMENT_MAX_INFLATED_BYTES ?? 100 * 1024 * 1024,
+      documentMaxImages: env.DOCUMENT_MAX_IMAGES ?? 16,
     },
     sttPython: env.STT_PYTHON ?? `${PROJECT_ROOT}.venv-stt/bin/python`,
     guard: {

@@ -25,6 +25,7 @@ export type ErrorType = Schemas['ErrorType'];
 export type OcrPage = Schemas['OcrPage'];
 export type OcrLine = Schemas['OcrLine'];
 export type OcrDocument = Schemas['OcrDocument'];
+export type OcrResult = Schemas['OcrResult'];
 export type GuiDetectionResult = Schemas['GuiDetectionResult'];
 export type WebSearchResult = Schemas['WebSearchResult'];
 export type ScraperResult = Schemas['ScraperResult'];

@@ -45,3 +45,7 @@ export const rateLimited = (message: string, retryAfterSeconds: number, headers:
 /** The shared store (Redis) cannot be reached: keys, balances and limits cannot be checked. */
 export const storeUnavailable = (why: string) =>
   serviceUnavailable(`The account store is unreachable (${why}); retry shortly.`, 'store_unavailable', 2);
+
+/** A caller's input over one of the service's bounds (size, length, pixels). */
+export const payloadTooLarge = (code: string, message: string, param: string | null = null) =>
+  new ServiceError(413, 'payload_too_large', code, message, param);

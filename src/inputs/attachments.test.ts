@@ -3,9 +3,10 @@ import { describe, it } from 'node:test';
 import { ServiceError } from '../errors/service-error.ts';
 import { dataUrl, renderTextImage, textPdf } from '../testing/fixtures.ts';
 import { hugePng } from '../testing/hostile-inputs.ts';
-import { type AttachmentLimits, parseDataUrl, resolveAttachments } from './attachments.ts';
+import { testAttachmentLimits } from '../testing/attachment-limits.ts';
+import { parseDataUrl, resolveAttachments } from './attachments.ts';
 
-const limits: AttachmentLimits = { inlineMaxBytes: 200_000, imageMaxPixels: 1_000_000, fetch: { maxBytes: 1000, timeoutMs: 1000, maxRedirects: 1, allowLoopback: false } };
+const limits = testAttachmentLimits({ inlineMaxBytes: 200_000, imageMaxPixels: 1_000_000, fetch: { maxBytes: 1000, timeoutMs: 1000, maxRedirects: 1, allowLoopback: false } });
 const image = (url: string) => [{ role: 'user' as const, content: [{ type: 'image_url' as const, image_url: { url } }] }];
 const file = (filename: string, file_data: string) => [{ role: 'user' as const, content: [{ type: 'file' as const, file: { filename, file_data } }] }];
 const rejects = (code: string, status = 400) => (e: unknown) => e instanceof ServiceError && e.status === status && e.code === code;

@@ -4,8 +4,11 @@ import sharp from 'sharp';
 import type { ContentPart, Message } from '../contract/wire-types.ts';
 import { invalidRequest, ServiceError } from '../errors/service-error.ts';
 import { type FetchLimits, safeFetch, tooLarge } from './safe-fetch.ts';
+import { readVideo, type VideoLimits } from './video/read-video.ts';
+import { checkZipLimits } from './zip-limits.ts';
 
-export type AttachmentKind = 'image' | 'pdf' | 'audio' | 'text';
+/** What the tasks read. A video is read as its frames (images) and its sound track (audio). */
+export type AttachmentKind = 'image' | 'pdf' | 'audio' | 'text' | 'document';
 
 export interface Attachment {
   kind: AttachmentKind;
@@ -14,6 +17,8 @@ export interface Attachment {
   /** Where in the request it came from, e.g. `messages[1].content[0]`. */
   param: string;
   filename?: string;
+  /** A picture sampled from a video: its number among the frames taken, and its time in seconds. */
+  frame?: { number: number; seconds: number };
 }
 
 export interface AttachmentLimits {
@@ -21,25 +26,44 @@ export interface AttachmentLimits {
   /** Largest image in pixels; judged from the header, so an oversized image is never decoded. */
   imageMaxPixels: number;
   fetch: FetchLimits;
+  video: VideoLimits;
+  /** `DOCUMENT_MAX_INFLATED_BYTES`: an office document (a zip) whose parts inflate to more is refused. */
+  documentMaxInflatedBytes: number;
 }
 
+const OOXML = 'application/vnd.openxmlformats-officedocument';
+const ODF = 'application/vnd.oasis.opendocument';
+
 /** MIME types the service reads, by kind. Aliases callers use are folded into one spelling. */
-const KINDS: Record<string, AttachmentKind> = {
+const KINDS: Record<string, AttachmentKind | 'video'> = {
   'image/png': 'image', 'image/jpeg': 'image', 'image/gif': 'image', 'image/webp': 'image', 'image/tiff': 'image',
   'application/pdf': 'pdf',
   'audio/wav': 'audio', 'audio/mpeg': 'audio', 'audio/ogg': 'audio', 'audio/webm': 'audio', 'audio/flac': 'audio', 'audio/mp4': 'audio',
+  'video/mp4': 'video', 'video/webm': 'video', 'video/quicktime': 'video', 'video/matroska': 'video',
+  [`${OOXML}.wordprocessingml.document`]: 'document', [`${OOXML}.spreadsheetml.sheet`]: 'document',
+  [`${OOXML}.presentationml.presentation`]: 'document', [`${ODF}.text`]: 'document', [`${ODF}.spreadsheet`]: 'document',
+  [`${ODF}.presentation`]: 'document', 'application/epub+zip': 'document', 'application/rtf': 'document',
   'text/plain': 'text', 'text/markdown': 'text', 'text/csv': 'text', 'text/html': 'text', 'application/json': 'text',
 };
 const ALIASES: Record<string, string> = {
   'image/jpg': 'image/jpeg', 'audio/x-wav': 'audio/wav', 'audio/wave': 'audio/wav', 'audio/vnd.wave': 'audio/wav', 'audio/mp3': 'audio/mpeg',
-  'audio/x-flac': 'audio/flac', 'audio/x-m4a': 'audio/mp4', 'audio/m4a': 'audio/mp4', 'video/webm': 'audio/webm', 'video/ogg': 'audio/ogg',
-  'application/ogg': 'audio/ogg',
+  'audio/x-flac': 'audio/flac', 'audio/x-m4a': 'audio/mp4', 'audio/m4a': 'audio/mp4', 'video/ogg': 'audio/ogg',
+  'application/ogg': 'audio/ogg', 'video/x-matroska': 'video/matroska', 'video/x-m4v': 'video/mp4', 'text/rtf': 'application/rtf',
 };
+/**
+ * Byte sniffing names the container, not what is in it: an audio-only webm or mp4 is sniffed as
+ * video. Declared as audio, it is read as audio; declared (or sniffed) as video, its streams decide.
+ */
+const CONTAINERS: Record<string, string> = { 'audio/webm': 'video/webm', 'audio/mp4': 'video/mp4' };
+const container = (mime: string | undefined) => (mime && CONTAINERS[mime]) ?? mime;
 const EXTENSIONS: Record<string, string> = {
   '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp',
   '.tif': 'image/tiff', '.tiff': 'image/tiff', '.pdf': 'application/pdf', '.wav': 'audio/wav', '.mp3': 'audio/mpeg', '.ogg': 'audio/ogg',
-  '.oga': 'audio/ogg', '.webm': 'audio/webm', '.flac': 'audio/flac', '.m4a': 'audio/mp4', '.txt': 'text/plain', '.md': 'text/markdown',
+  '.oga': 'audio/ogg', '.weba': 'audio/webm', '.flac': 'audio/flac', '.m4a': 'audio/mp4', '.txt': 'text/plain', '.md': 'text/markdown',
   '.csv': 'text/csv', '.html': 'text/html', '.htm': 'text/html', '.json': 'application/json',
+  '.mp4': 'video/mp4', '.m4v': 'video/mp4', '.webm': 'video/webm', '.mov': 'video/quicktime', '.mkv': 'video/matroska',
+  '.docx': `${OOXML}.wordprocessingml.document`, '.xlsx': `${OOXML}.spreadsheetml.sheet`, '.pptx': `${OOXML}.presentationml.presentation`,
+  '.odt': `${ODF}.text`, '.ods': `${ODF}.spreadsheet`, '.odp': `${ODF}.presentation`, '.epub': 'application/epub+zip', '.rtf': 'application/rtf',
 };
 const normalize = (mime: string) => {
   const bare = mime.split(';')[0]!.trim().toLowerCase();
@@ -67,10 +91,10 @@ export async function resolveAttachments(messages: Message[], limits: Attachment
       if (part.type !== 'text') parts.push({ part, param: `messages[${i}].content[${j}]` });
     });
   });
-  return Promise.all(parts.map(({ part, param }) => resolvePart(part, param, limits)));
+  return (await Promise.all(parts.map(({ part, param }) => resolvePart(part, param, limits)))).flat();
 }
 
-async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: string, limits: AttachmentLimits): Promise<Attachment> {
+async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: string, limits: AttachmentLimits): Promise<Attachment[]> {
   const source = part.type === 'image_url' ? part.image_url.url : part.file.file_data;
   const filename = part.type === 'file' ? part.file.filename : undefined;
   let declared: string | undefined;
@@ -89,9 +113,15 @@ async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: 
   if (part.type === 'image_url' && kind !== 'image') {
     throw invalidRequest(`${param}: image_url holds ${mime}, not an image`, 'invalid_content', param);
   }
+  const read = { mime, bytes, param, ...(filename ? { filename } : {}) };
+  if (kind === 'video') return readVideo(read, limits.video);
   if (kind === 'image') await checkDecodable(bytes, param, limits.imageMaxPixels);
-  return { kind, mime, bytes, param, ...(filename ? { filename } : {}) };
+  if (kind === 'document' && mime !== 'application/rtf') await checkZipLimits(bytes, param, extensionOf(mime), limits.documentMaxInflatedBytes);
+  return [{ kind, ...read }];
 }
+
+/** The usual file extension of a type the service reads, without the dot: `docx`, `mp4`. */
+export const extensionOf = (mime: string) => Object.keys(EXTENSIONS).find((ext) => EXTENSIONS[ext] === mime)?.slice(1) ?? '';
 
 /** The one MIME type the declaration, the file name and the content all agree on. */
 function checkedMime(param: string, declared: string | undefined, byName: string | undefined, sniffed: string | undefined, bytes: Buffer): string {
@@ -99,14 +129,14 @@ function checkedMime(param: string, declared: string | undefined, byName: string
   if (!claimed || !KINDS[claimed]) {
     throw invalidRequest(`${param}: unsupported type ${claimed ?? 'unknown'}; supported: ${Object.keys(KINDS).join(', ')}`, 'unsupported_content', param);
   }
-  if (declared && byName && declared !== byName) {
+  if (declared && byName && container(declared) !== container(byName)) {
     throw invalidRequest(`${param}: declared as ${declared} but the file name says ${byName}`, 'invalid_content', param);
   }
   if (KINDS[claimed] === 'text') {
     if (sniffed || !isUtf8Text(bytes)) throw invalidRequest(`${param}: declared as ${claimed} but the content is not text`, 'invalid_content', param);
     return claimed;
   }
-  if (sniffed !== claimed) {
+  if (container(sniffed) !== container(claimed)) {
     throw invalidRequest(`${param}: declared as ${claimed} but the content is ${sniffed ?? 'not recognised'}`, 'invalid_content', param);
   }
   return claimed;

@@ -7,6 +7,7 @@ import { createObjectDetectionTask } from './object-detection/object-detection-t
 import { createOcrTask } from './ocr/ocr-task.ts';
 import { TesseractReader } from './ocr/tesseract-reader.ts';
 import { type PdfLimits, PdfReader } from './ocr/pdf-reader.ts';
+import { type DocumentLimits, DocumentReader } from './ocr/document-reader.ts';
 import { GuiDetector } from './gui-detection/gui-detector.ts';
 import { TaskRegistry } from './registry.ts';
 import type { WorkerLimits } from '../workers/isolated-worker.ts';
@@ -24,6 +25,8 @@ export function attachmentLimitsOf(config: Config): AttachmentLimits {
     inlineMaxBytes: a.inlineMaxBytes,
     imageMaxPixels: a.imageMaxPixels,
     fetch: { maxBytes: a.urlMaxBytes, timeoutMs: a.fetchTimeoutMs, maxRedirects: 5, allowLoopback: a.fetchAllowLoopback },
+    video: { ...workerLimitsOf(config), maxSeconds: config.tasks.videoMaxSeconds, maxFrames: config.tasks.videoMaxFrames, maxPixels: a.imageMaxPixels },
+    documentMaxInflatedBytes: config.tasks.documentMaxInflatedBytes,
   };
 }
 
@@ -34,6 +37,11 @@ export function workerLimitsOf(config: Config): WorkerLimits {
 export function pdfLimitsOf(config: Config): PdfLimits {
   const { pdfMaxPages, pdfMaxInflatedBytes } = config.tasks;
   return { ...workerLimitsOf(config), maxPages: pdfMaxPages, maxInflatedBytes: pdfMaxInflatedBytes, maxPixels: config.attachments.imageMaxPixels };
+}
+
+export function documentLimitsOf(config: Config): DocumentLimits {
+  const { documentMaxInflatedBytes, documentMaxImages } = config.tasks;
+  return { ...workerLimitsOf(config), maxInflatedBytes: documentMaxInflatedBytes, maxImages: documentMaxImages, maxPixels: config.attachments.imageMaxPixels };
 }
 
 export function speechLimitsOf(config: Config): SpeechLimits {
@@ -53,16 +61,17 @@ export function createTasks(config: Config, engine: Engine): TaskRegistry {
   const workerLimits = workerLimitsOf(config);
   const reader = new TesseractReader(workerLimits.timeoutMs); // one Tesseract worker for OCR and GUI detection
   const pdfs = new PdfReader(pdfLimitsOf(config));
+  const offices = new DocumentReader(documentLimitsOf(config));
   const gui = new GuiDetector(reader, workerLimits);
   const detector = new CocoDetector(workerLimits);
   const whisper = new WhisperWorker(config.sttPython, config.local.threads, speechLimitsOf(config));
   return new TaskRegistry([
-    createOcrTask(reader, pdfs),
+    createOcrTask(reader, pdfs, offices),
     createGuiDetectionTask(gui),
     createObjectDetectionTask(detector),
     createScraperTask({ engine, fetchLimits: limits.fetch }),
     createWebSearchTask(searchProviderOf(config)),
     createTranslateTask(new Apertium()),
     createSpeechToTextTask(whisper),
-  ], [reader, pdfs, gui, detector, whisper]);
+  ], [reader, pdfs, offices, gui, detector, whisper]);
 }

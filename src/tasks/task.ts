@@ -25,6 +25,10 @@ export interface Task {
 export const TASK_NAMES = ['ocr', 'object_detection', 'gui_detection', 'web_search', 'scraper', 'speech_to_text', 'translate'] as const;
 export type TaskName = (typeof TASK_NAMES)[number];
 
+/** `time_seconds` for a frame taken from a video, nothing for anything else. */
+export const frameTime = (attachment: Attachment): { time_seconds?: number } =>
+  attachment.frame ? { time_seconds: attachment.frame.seconds } : {};
+
 /** The attachments a task reads; 400 when the request has none of them. */
 export function attachmentsFor(task: TaskName, input: TaskInput, kinds: AttachmentKind[], what: string): Attachment[] {
   const found = input.attachments.filter((a) => kinds.includes(a.kind));

@@ -1,7 +1,7 @@
 // Inputs the tests make themselves, with known content: text rendered to images, PDFs with and
 // without a text layer, speech by espeak-ng in several formats, and the error rates to score them.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
@@ -57,10 +57,49 @@ export function speech(text: string, format: 'wav' | 'mp3' | 'ogg' | 'webm'): Bu
   }
 }
 
+export type VideoFormat = 'mp4' | 'webm' | 'mov' | 'mkv';
+
+/**
+ * A 640×360 video: each slide's text rendered on white, shown for an equal share of the time,
+ * over `sentence` spoken by espeak-ng (no sound track when `sentence` is empty). The mp4 keeps its
+ * index at the end, as cameras and ffmpeg write it by default.
+ */
+export async function spokenVideo(sentence: string, slides: string[], format: VideoFormat): Promise<Buffer> {
+  const dir = mkdtempSync(join(tmpdir(), 'video-'));
+  try {
+    const run = (args: string[]) => execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-y', ...args]);
+    const voice = sentence ? [join(dir, 'voice.wav')] : [];
+    if (sentence) execFileSync('espeak-ng', ['-s', '150', '-w', voice[0]!, sentence]);
+    const seconds = sentence ? Number(execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'csv=p=0', voice[0]!])) + 0.5 : 4;
+    const each = (seconds / slides.length).toFixed(2);
+    for (const [i, slide] of slides.entries()) {
+      const png = await sharp(await renderTextImage([slide], { dpi: 150 })).resize(640, 360, { fit: 'contain', background: '#ffffff' }).png().toBuffer();
+      writeFileSync(join(dir, `slide-${i}.png`), png);
+    }
+    const pictures = slides.flatMap((_, i) => ['-loop', '1', '-framerate', '5', '-t', each, '-i', join(dir, `slide-${i}.png`)]);
+    const joined = `${slides.map((_, i) => `[${i}:v]`).join('')}concat=n=${slides.length}:v=1:a=0,format=yuv420p[v]`;
+    const codecs = format === 'webm' ? ['-c:v', 'libvpx', '-deadline', 'realtime', '-cpu-used', '8', '-c:a', 'libopus'] : ['-c:v', 'libx264', '-preset', 'ultrafast', '-c:a', 'aac'];
+    const out = join(dir, `video.${format}`);
+    run([...pictures, ...voice.flatMap((v) => ['-i', v]), '-filter_complex', joined, '-map', '[v]', ...(sentence ? ['-map', `${slides.length}:a`] : []),
+      '-threads', '1', ...codecs, out]);
+    return readFileSync(out);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** Word error rate: word-level edit distance over the reference's word count, case and punctuation folded. */
 export function wordErrorRate(reference: string, hypothesis: string): number {
   const words = (s: string) => s.toLowerCase().replace(/[^a-z0-9' ]+/g, ' ').split(/\s+/).filter(Boolean);
   return editDistance(words(reference), words(hypothesis)) / Math.max(1, words(reference).length);
+}
+
+/** The share of the expected words (case and punctuation folded) that the text holds somewhere. */
+export function wordRecall(expected: string, text: string): number {
+  const words = (s: string) => s.toLowerCase().replace(/[^a-z0-9.' ]+|\.(?!\d)/g, ' ').split(/\s+/).filter(Boolean);
+  const found = new Set(words(text));
+  const wanted = words(expected);
+  return wanted.filter((w) => found.has(w)).length / Math.max(1, wanted.length);
 }
 
 /** Levenshtein distance between two sequences. */

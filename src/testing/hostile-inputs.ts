@@ -1,5 +1,9 @@
 // Hostile inputs, made in memory and deterministically (no binary files in the repository): small
 // requests that cost the server far more than their size. The tests and bench/hostile.bench.ts use them.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import * as zlib from 'node:zlib';
 import { PDFDocument } from 'pdf-lib';
 
@@ -114,4 +118,19 @@ export function spacesAfterTag(tag: string, n: number, whitespace = ' '): string
 /** Attacks the attachment-marker regex in src/chat/moa-router.ts (quadratic scan): an unclosed marker n times. */
 export function repeatedAttachmentMarker(n: number): string {
   return '[file attached: '.repeat(n);
+}
+
+/**
+ * Attacks video reading with length: a 64×64 black mp4 lasting `seconds`, one frame a minute, a
+ * few KB (a 2-hour one takes ffmpeg a fraction of a second to make).
+ */
+export function longVideo(seconds: number): Buffer {
+  const dir = mkdtempSync(join(tmpdir(), 'long-video-'));
+  try {
+    execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', `color=c=black:s=64x64:r=1/60:d=${seconds}`,
+      '-threads', '1', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', join(dir, 'long.mp4')]);
+    return readFileSync(join(dir, 'long.mp4'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

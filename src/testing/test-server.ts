@@ -8,6 +8,7 @@ import { ApiKeys } from '../keys/api-keys.ts';
 import { createEmbeddedStore } from '../store/embedded-store.ts';
 import type { Store } from '../store/store.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
+import { testAttachmentLimits } from './attachment-limits.ts';
 
 export const TEST_KEY = 'sk-test-key';
 
@@ -34,11 +35,7 @@ export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise
   const app = createApp({
     engine: createScriptedEngine(echoScript),
     tasks: new TaskRegistry([]),
-    attachmentLimits: {
-      inlineMaxBytes: 1024 * 1024,
-      imageMaxPixels: 40_000_000,
-      fetch: { maxBytes: 1024 * 1024, timeoutMs: 2000, maxRedirects: 3, allowLoopback: true },
-    },
+    attachmentLimits: testAttachmentLimits(),
     keys,
     store,
     quota: { prices: { prompt: 0, completion: 0 }, defaults: { rpm: null, tpm: null } },

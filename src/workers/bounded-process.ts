@@ -6,14 +6,15 @@ import { taskTimedOut } from './task-errors.ts';
 export interface ProcessRun {
   /** Names the engine in errors, e.g. "PDF page rendering". */
   what: string;
-  input: Uint8Array;
+  /** Given on stdin; without it, stdin is closed and the program reads a file named in its arguments. */
+  input?: Uint8Array;
   limits: WorkerLimits;
   /** Most bytes the program may write to stdout; past it the program is stopped. */
   maxOutputBytes: number;
 }
 
 /**
- * Runs a program on a caller's file through pipes (nothing written to disk), with a deadline and
+ * Runs a program on a caller's file (through pipes where the format allows), with a deadline and
  * an address-space bound (prlimit), and returns what it wrote to stdout. Its failure is the
  * caller's file's fault, a 400, unless the program overran a bound.
  */

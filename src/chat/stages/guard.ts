@@ -40,8 +40,10 @@ async function inputImages(ctx: RequestContext, tasks: TaskRegistry, codes: Guar
   if (images.length === 0) return [];
   const detected = codes.includes('S1_IMAGE') ? await detections(ctx, tasks, images) : undefined;
   return images.map((a) => {
-    const objects = detected?.find((d) => d.source === a.param)?.objects;
-    return { source: a.param, image: a.bytes, beings: objects && beingRegions(objects) };
+    const objects = detected?.find((d) => d.source === a.param && d.time_seconds === a.frame?.seconds)?.objects;
+    // A video's frames share its param; the media-fragment suffix tells them apart.
+    const source = a.frame ? `${a.param}#t=${a.frame.seconds}` : a.param;
+    return { source, image: a.bytes, beings: objects && beingRegions(objects) };
   });
 }
 

@@ -10,6 +10,7 @@ import type { RequestContext } from '../request-context.ts';
 const TASKS_FOR: Record<AttachmentKind, TaskName[]> = {
   image: ['ocr', 'object_detection'],
   pdf: ['ocr'],
+  document: ['ocr'],
   audio: ['speech_to_text'],
   text: [],
 };

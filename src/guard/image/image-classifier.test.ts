@@ -7,7 +7,8 @@ import { workerLimitsOf } from '../../tasks/create-tasks.ts';
 import { CocoDetector } from '../../tasks/object-detection/coco-detector.ts';
 import { createObjectDetectionTask } from '../../tasks/object-detection/object-detection-task.ts';
 import { TaskRegistry } from '../../tasks/registry.ts';
-import { bloodied, dataUrl } from '../../testing/fixtures.ts';
+import { bloodied, dataUrl, spokenVideo } from '../../testing/fixtures.ts';
+import { testAttachmentLimits } from '../../testing/attachment-limits.ts';
 import { startTestServer, TEST_KEY, type TestServer } from '../../testing/test-server.ts';
 import { IMAGE_CODES } from '../codes.ts';
 import { Guard, type TextScorer } from '../guard.ts';
@@ -65,7 +66,7 @@ describe('image codes through HTTP, with the official openai SDK', () => {
       guard: new Guard(unusedText, guardImages),
       tasks: new TaskRegistry([createObjectDetectionTask(guardDetector)]),
       bodyLimitBytes: 8 * 1024 * 1024,
-      attachmentLimits: { inlineMaxBytes: 8 * 1024 * 1024, imageMaxPixels: 40_000_000, fetch: { maxBytes: 1024, timeoutMs: 2000, maxRedirects: 0, allowLoopback: true } },
+      attachmentLimits: testAttachmentLimits({ inlineMaxBytes: 8 * 1024 * 1024 }),
     });
     client = new OpenAI({ baseURL: server.baseUrl, apiKey: TEST_KEY });
   });
@@ -99,5 +100,20 @@ describe('image codes through HTTP, with the official openai SDK', () => {
       .precontext.find((e) => e.name === 'guardrails')!.result;
     assert.deepEqual({ safe: verdict.safe, checked: verdict.checked, unavailable: verdict.codes_unavailable },
       { safe: true, checked: ['messages[1].content[1]'], unavailable: [] });
+  });
+
+  it('checks each frame of a video for the image codes, each named by its time', async () => {
+    const video = await spokenVideo('', ['FIRST SLIDE', 'SECOND SLIDE'], 'webm');
+    const clean = await client.chat.completions.create({
+      model: 'service',
+      messages: [
+        { role: 'system', content: '<guard>S1_IMAGE,S12_IMAGE</guard>' },
+        { role: 'user', content: [{ type: 'text', text: 'What is shown?' }, { type: 'file', file: { filename: 'slides.webm', file_data: dataUrl('video/webm', video) } }] },
+      ],
+    });
+    const verdict = (clean as unknown as { precontext: { name: string; result: { safe: boolean; checked: string[] } }[] })
+      .precontext.find((e) => e.name === 'guardrails')!.result;
+    assert.equal(verdict.safe, true);
+    assert.ok(verdict.checked.length === 2 && verdict.checked.every((c) => /^messages\[1\]\.content\[1\]#t=\d+(\.\d+)?$/.test(c)), verdict.checked.join());
   });
 });

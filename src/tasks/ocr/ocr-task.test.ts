@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { characterErrorRate, renderTextImage, scannedPdf, textPdf } from '../../testing/fixtures.ts';
+import { characterErrorRate, dataUrl, renderTextImage, scannedPdf, spokenVideo, textPdf, wordRecall } from '../../testing/fixtures.ts';
+import { resolveAttachments } from '../../inputs/attachments.ts';
+import { testAttachmentLimits } from '../../testing/attachment-limits.ts';
 import type { Attachment } from '../../inputs/attachments.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createOcrTask } from './ocr-task.ts';
@@ -9,18 +11,20 @@ import { ServiceError } from '../../errors/service-error.ts';
 import { blankPagesPdf, deflateBombPdf } from '../../testing/hostile-inputs.ts';
 import { PdfReader } from './pdf-reader.ts';
 import { loadConfig } from '../../config.ts';
-import { pdfLimitsOf } from '../create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf } from '../create-tasks.ts';
+import { DocumentReader } from './document-reader.ts';
 
 const LINES = ['Invoice 4721 from Northwind Traders', 'Total due: 12.50 EUR by 30 June', 'Thank you for your order'];
 const config = loadConfig({});
 const reader = new TesseractReader(config.tasks.timeoutMs);
 const pdfs = new PdfReader(pdfLimitsOf(config));
-const task = createOcrTask(reader, pdfs);
+const offices = new DocumentReader(documentLimitsOf(config));
+const task = createOcrTask(reader, pdfs, offices);
 const attach = (kind: Attachment['kind'], mime: string, bytes: Buffer): Attachment => ({ kind, mime, bytes, param: 'messages[0].content[0]' });
 const run = (attachment: Attachment) => task.run(taskInput({ attachments: [attachment] }));
 
 describe('ocr task', () => {
-  after(() => Promise.all([reader.close(), pdfs.close()]));
+  after(() => Promise.all([reader.close(), pdfs.close(), offices.close()]));
 
   for (const [name, dpi, floor] of [['large text', 200, 0.02], ['small text', 100, 0.05]] as const) {
     it(`reads ${name} from an image with a character error rate under ${floor * 100}%`, async () => {
@@ -52,19 +56,29 @@ describe('ocr task', () => {
     const cer = characterErrorRate(LINES.join('\n'), entry.result.text);
     assert.ok(cer < 0.05, `CER ${cer} for ${JSON.stringify(entry.result.text)}`);
   });
+  it('reads the frames of a video, each with its number and time', async () => {
+    const [first, second] = await resolveAttachments([{ role: 'user', content: [{ type: 'file', file: {
+      filename: 'talk.mp4', file_data: dataUrl('video/mp4', await spokenVideo('', ['Northwind Traders', 'Invoice 4721'], 'mp4')) } }] }],
+    testAttachmentLimits());
+    const entry = await task.run(taskInput({ attachments: [first!, second!] }));
+    if (entry.name !== 'ocr') return assert.fail('not an ocr entry');
+    assert.deepEqual(entry.result.pages.map((p) => [p.page, p.method, p.time_seconds]), [[1, 'ocr', first!.frame!.seconds], [2, 'ocr', second!.frame!.seconds]]);
+    assert.ok(wordRecall('Northwind Traders Invoice 4721', entry.result.text) === 1, entry.result.text);
+  });
 });
 
 describe('ocr task on hostile PDFs', { timeout: 300_000 }, () => {
   const config = loadConfig({ PDF_MAX_PAGES: '3' });
   const reader = new TesseractReader(config.tasks.timeoutMs);
   const pdfs = new PdfReader(pdfLimitsOf(config));
-  const task = createOcrTask(reader, pdfs);
-  after(() => Promise.all([reader.close(), pdfs.close()]));
+  const offices = new DocumentReader(documentLimitsOf(config));
+  const task = createOcrTask(reader, pdfs, offices);
+  after(() => Promise.all([reader.close(), pdfs.close(), offices.close()]));
 
   it('reads at most PDF_MAX_PAGES pages and says how many of how many it read', async () => {
     const entry = await task.run(taskInput({ attachments: [attach('pdf', 'application/pdf', await blankPagesPdf(8))] }));
     if (entry.name !== 'ocr') return assert.fail('not an ocr entry');
-    assert.deepEqual(entry.result.documents, [{ source: 'messages[0].content[0]', page_count: 8, pages_read: 3 }]);
+    assert.deepEqual(entry.result.documents, [{ source: 'messages[0].content[0]', format: 'pdf', page_count: 8, pages_read: 3 }]);
     assert.deepEqual(entry.result.pages.map((p) => [p.page, p.method, p.text]), [[1, 'ocr', ''], [2, 'ocr', ''], [3, 'ocr', '']]);
   });
 

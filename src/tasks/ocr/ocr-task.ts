@@ -1,30 +1,35 @@
 import type { OcrDocument, OcrPage } from '../../contract/wire-types.ts';
-import type { Attachment } from '../../inputs/attachments.ts';
-import { attachmentsFor, type Task } from '../task.ts';
+import { type Attachment, extensionOf } from '../../inputs/attachments.ts';
+import { attachmentsFor, frameTime, type Task } from '../task.ts';
 import sharp from 'sharp';
+import type { DocumentReader } from './document-reader.ts';
 import type { PdfReader } from './pdf-reader.ts';
 import type { ReadImage, TesseractReader } from './tesseract-reader.ts';
 
+interface ReadDocument {
+  pages: OcrPage[];
+  document: OcrDocument;
+}
 
 /**
- * Text from images (Tesseract) and PDFs: a page's own text layer where it has one, and OCR of
- * the rendered page where it has none (a scan). A PDF is read up to `PDF_MAX_PAGES`; `documents`
- * says how many of its pages were read.
+ * Text from images and video frames (Tesseract), PDFs (a page's own text layer where it has one,
+ * OCR of the rendered page where it has none) and office documents (their text as Markdown, and
+ * OCR of their pictures). `documents` says how much of each PDF or office document was read.
  */
-export function createOcrTask(reader: TesseractReader, pdfs: PdfReader): Task {
+export function createOcrTask(reader: TesseractReader, pdfs: PdfReader, offices: DocumentReader): Task {
   return {
     name: 'ocr',
     async run(input) {
-      const readable = attachmentsFor('ocr', input, ['image', 'pdf'], 'an image or a PDF');
+      const readable = attachmentsFor('ocr', input, ['image', 'pdf', 'document'], 'an image, a video, a PDF or a document');
       const pages: OcrPage[] = [];
       const documents: OcrDocument[] = [];
       for (const attachment of readable) {
         if (attachment.kind === 'image') {
-          pages.push({ source: attachment.param, page: 1, method: 'ocr', ...(await reader.read(attachment.bytes)) });
+          pages.push({ source: attachment.param, page: attachment.frame?.number ?? 1, ...frameTime(attachment), method: 'ocr', ...(await reader.read(attachment.bytes)) });
         } else {
-          const pdf = await readPdf(attachment, reader, pdfs);
-          pages.push(...pdf.pages);
-          documents.push(pdf.document);
+          const read = attachment.kind === 'pdf' ? await readPdf(attachment, reader, pdfs) : await readOffice(attachment, reader, offices);
+          pages.push(...read.pages);
+          documents.push(read.document);
         }
       }
       const text = pages.map((p) => p.text).filter(Boolean).join('\n\n');
@@ -33,7 +38,7 @@ export function createOcrTask(reader: TesseractReader, pdfs: PdfReader): Task {
   };
 }
 
-async function readPdf(attachment: Attachment, reader: TesseractReader, pdfs: PdfReader): Promise<{ pages: OcrPage[]; document: OcrDocument }> {
+async function readPdf(attachment: Attachment, reader: TesseractReader, pdfs: PdfReader): Promise<ReadDocument> {
   const source = attachment.param;
   const layer = await pdfs.textLayer(attachment.bytes, source);
   const pages: OcrPage[] = [];
@@ -46,8 +51,26 @@ async function readPdf(attachment: Attachment, reader: TesseractReader, pdfs: Pd
     const read = (await isBlank(image)) ? await blankPage(image) : await reader.read(image);
     pages.push({ source, page: p.page, method: 'ocr', ...read });
   }
-  return { pages, document: { source, page_count: layer.pageCount, pages_read: layer.pages.length } };
+  return { pages, document: { source, format: 'pdf', page_count: layer.pageCount, pages_read: layer.pages.length } };
 }
+
+/** Page 1 is the document's text; each picture in it is a further page, read by OCR. */
+async function readOffice(attachment: Attachment, reader: TesseractReader, offices: DocumentReader): Promise<ReadDocument> {
+  const source = attachment.param;
+  const office = await offices.read(attachment.bytes, source);
+  const pages: OcrPage[] = [{ source, page: 1, method: 'document', width: 0, height: 0, text: office.markdown, confidence: 1, lines: [] }];
+  for (const [i, image] of office.images.entries()) {
+    pages.push({ source, page: i + 2, picture: image.name, method: 'ocr', ...(await reader.read(image.png)) });
+  }
+  const format = extensionOf(attachment.mime);
+  return {
+    pages,
+    document: { source, ...(isFormat(format) ? { format } : {}), page_count: 1 + office.imagesFound, pages_read: pages.length },
+  };
+}
+
+const FORMATS = ['docx', 'xlsx', 'pptx', 'odt', 'ods', 'odp', 'epub', 'rtf'] as const;
+const isFormat = (format: string): format is (typeof FORMATS)[number] => (FORMATS as readonly string[]).includes(format);
 
 /** A page of one colour holds no text: Tesseract need not spend seconds to say so. */
 async function isBlank(image: Buffer): Promise<boolean> {

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import { ServiceError } from '../../errors/service-error.ts';
-import { speech, wordErrorRate } from '../../testing/fixtures.ts';
+import { dataUrl, speech, spokenVideo, wordErrorRate } from '../../testing/fixtures.ts';
+import { resolveAttachments } from '../../inputs/attachments.ts';
+import { testAttachmentLimits } from '../../testing/attachment-limits.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createSpeechToTextTask } from './speech-to-text-task.ts';
 import { WhisperWorker } from './whisper-worker.ts';
@@ -32,6 +34,19 @@ describe('speech_to_text task (faster-whisper tiny.en)', () => {
         if (i > 0) assert.ok(s.start >= segments[i - 1]!.start);
         assert.equal(s.source, `a.${format}`);
       });
+    });
+  }
+
+  for (const format of ['mp4', 'webm'] as const) {
+    it(`transcribes the sound track of a ${format} video with a word error rate under 15%, timed in the video`, async () => {
+      const video = await spokenVideo(SENTENCES, ['Slide one', 'Slide two'], format);
+      const attachments = await resolveAttachments([{ role: 'user', content: [{ type: 'file', file: { filename: `talk.${format}`, file_data: dataUrl(`video/${format}`, video) } }] }],
+        testAttachmentLimits({ video: { ...testAttachmentLimits().video, maxSeconds: 20 } }));
+      const entry = await task.run(taskInput({ attachments }));
+      if (entry.name !== 'stt') return assert.fail('not an stt entry');
+      const wer = wordErrorRate(SENTENCES, entry.result.text);
+      assert.ok(wer < 0.15, `WER ${wer}: ${entry.result.text}`);
+      assert.ok(entry.result.segments.every((s) => s.source === 'messages[0].content[0]' && s.end <= entry.result.duration_seconds + 0.5));
     });
   }
 

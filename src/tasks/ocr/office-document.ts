@@ -1,0 +1,61 @@
+import { OfficeGenerator, OfficeParser } from 'officeparser';
+import sharp from 'sharp';
+import { invalidRequest, payloadTooLarge } from '../../errors/service-error.ts';
+
+export interface OfficeDocumentLimits {
+  /** `DOCUMENT_MAX_INFLATED_BYTES`, counted on the bytes really inflated (the zip's own sizes may lie). */
+  maxInflatedBytes: number;
+  /** `DOCUMENT_MAX_IMAGES`: pictures handed back for OCR; the rest are only counted. */
+  maxImages: number;
+  /** `IMAGE_MAX_PIXELS`: a larger picture is skipped, never decoded. */
+  maxPixels: number;
+}
+
+export interface OfficeDocument {
+  /** The text as Markdown: headings, lists, and tables as Markdown tables. */
+  markdown: string;
+  /** Raster pictures inside the document, in document order, as PNG for OCR. */
+  images: { name: string; png: Buffer }[];
+  imagesFound: number;
+}
+
+/** Pictures Tesseract reads; vector drawings (emf, wmf, svg) hold no pixels to read. */
+const RASTER = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/bmp', 'image/tiff', 'image/webp']);
+const LEADING_FRONT_MATTER = /^---\n(?:[A-Za-z_]+: .*\n)*---\n/;
+
+/**
+ * An office document (docx, xlsx, pptx, odt, ods, odp, epub, rtf) read by officeparser: its text
+ * as Markdown, and its pictures. Runs in a worker process (see DocumentReader).
+ */
+export async function readOfficeDocument(bytes: Buffer, source: string, limits: OfficeDocumentLimits): Promise<OfficeDocument> {
+  let ast;
+  try {
+    ast = await OfficeParser.parseOffice(bytes, {
+      extractAttachments: true,
+      decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: 2000, maxTableCells: 1_000_000 },
+    });
+  } catch (err) {
+    const why = (err as Error).message;
+    if (/limit exceeded/i.test(why)) {
+      throw payloadTooLarge('document_too_large', `${source} inflates to more than ${limits.maxInflatedBytes} bytes (DOCUMENT_MAX_INFLATED_BYTES): refused.`, source);
+    }
+    throw invalidRequest(`${source} is not a readable document: ${why}`, 'invalid_content', source);
+  }
+  const { value } = await OfficeGenerator.generate(ast, 'md', { includeImages: false, includeFormatting: false, generateIds: false, ignoreInternalLinks: true });
+  const pictures = (ast.attachments ?? []).filter((a) => a.type === 'image' && RASTER.has(a.mimeType) && a.data);
+  const images = [];
+  for (const picture of pictures.slice(0, limits.maxImages)) {
+    const png = await asPng(Buffer.from(picture.data, 'base64'), limits.maxPixels);
+    if (png) images.push({ name: picture.name, png });
+  }
+  return { markdown: String(value).replace(LEADING_FRONT_MATTER, '').replace(/\n{3,}/g, '\n\n').trim(), images, imagesFound: pictures.length };
+}
+
+/** A picture Tesseract can read, or nothing for one that is broken or too large to decode. */
+async function asPng(bytes: Buffer, maxPixels: number): Promise<Buffer | undefined> {
+  try {
+    return await sharp(bytes, { limitInputPixels: maxPixels }).png().toBuffer();
+  } catch {
+    return undefined;
+  }
+}
