@@ -5,11 +5,13 @@ import { CocoDetector } from '../src/tasks/object-detection/coco-detector.ts';
 import { createOcrTask } from '../src/tasks/ocr/ocr-task.ts';
 import { TesseractReader } from '../src/tasks/ocr/tesseract-reader.ts';
 import { PdfReader } from '../src/tasks/ocr/pdf-reader.ts';
-import { documentLimitsOf, pdfLimitsOf, speechLimitsOf, workerLimitsOf } from '../src/tasks/create-tasks.ts';
+import { attachmentLimitsOf, documentLimitsOf, pdfLimitsOf, speechLimitsOf, workerLimitsOf } from '../src/tasks/create-tasks.ts';
 import { DocumentReader } from '../src/tasks/ocr/document-reader.ts';
 import { createSpeechToTextTask } from '../src/tasks/speech-to-text/speech-to-text-task.ts';
 import { WhisperWorker } from '../src/tasks/speech-to-text/whisper-worker.ts';
-import { characterErrorRate, renderTextImage, scannedPdf, speech, wordErrorRate } from '../src/testing/fixtures.ts';
+import { characterErrorRate, dataUrl, renderTextImage, scannedPdf, speech, spokenVideo, wordErrorRate, wordRecall } from '../src/testing/fixtures.ts';
+import { openDocumentText, presentation, spreadsheet, wordDocument } from '../src/testing/office-fixtures.ts';
+import { resolveAttachments } from '../src/inputs/attachments.ts';
 import { taskInput } from '../src/testing/task-input.ts';
 
 const LINES = ['Invoice 4721 from Northwind Traders', 'Total due: 12.50 EUR by 30 June', 'Thank you for your order'];
@@ -30,6 +32,38 @@ for (const dpi of [200, 100, 72]) {
   console.log(`OCR, DejaVu Sans at ${dpi} dpi: CER ${pct(characterErrorRate(LINES.join('\n'), text))}`);
 }
 console.log(`OCR, scanned PDF page: CER ${pct(characterErrorRate(LINES.join('\n'), await readText('pdf', 'application/pdf', await scannedPdf(LINES))))}`);
+
+// Office documents: the words the fixture holds, found in the Markdown (recall); tables kept as rows.
+const OOXML = 'application/vnd.openxmlformats-officedocument';
+const TABLE = [['Region', 'Q1', 'Q2'], ['North', '10', '12'], ['South', '7', '9']];
+const PICTURE = ['Delivery note 5530', 'Shipped to Oslo'];
+const documents: [string, string, Buffer, string][] = [
+  ['docx', `${OOXML}.wordprocessingml.document`, await wordDocument({ heading: 'Quarterly report', paragraphs: ['Revenue grew by 12 percent.'], table: TABLE }), 'Quarterly report Revenue grew by 12 percent.'],
+  ['xlsx', `${OOXML}.spreadsheetml.sheet`, await spreadsheet([{ name: 'Sales', rows: TABLE.map((r, i) => (i === 0 ? r : [r[0]!, Number(r[1]), Number(r[2])])) }]), ''],
+  ['pptx', `${OOXML}.presentationml.presentation`, await presentation([{ title: 'Roadmap', bullets: ['Ship video support'], table: TABLE }]), 'Roadmap Ship video support'],
+  ['odt', 'application/vnd.oasis.opendocument.text', openDocumentText(['Minutes of the meeting'], TABLE), 'Minutes of the meeting'],
+];
+const readOcr = async (kind: 'document' | 'image', mime: string, bytes: Buffer) => {
+  const entry = await ocr.run(taskInput({ attachments: [{ kind, mime, bytes, param: 'fixture' }] }));
+  return entry.name === 'ocr' ? entry.result : { text: '', pages: [] };
+};
+for (const [format, mime, bytes, words] of documents) {
+  const { text } = await readOcr('document', mime, bytes);
+  const rows = TABLE.filter((r) => text.includes(`| ${r.join(' | ')} |`)).length;
+  console.log(`document, ${format}: word recall ${pct(wordRecall(`${words} ${TABLE.flat().join(' ')}`, text))}, table rows as Markdown ${rows}/${TABLE.length}`);
+}
+const withPicture = await readOcr('document', `${OOXML}.wordprocessingml.document`,
+  await wordDocument({ heading: 'H', paragraphs: ['p'], image: await renderTextImage(PICTURE) }));
+console.log(`document, docx picture by OCR: word recall ${pct(wordRecall(PICTURE.join(' '), withPicture.pages[1]?.text ?? ''))}`);
+
+// Video: the slides' words read from the sampled frames.
+const SLIDES = ['Quarterly Budget', 'Noon meeting', 'Ship video support'];
+for (const format of ['mp4', 'webm'] as const) {
+  const frames = (await resolveAttachments([{ role: 'user', content: [{ type: 'file', file: { filename: `v.${format}`, file_data: dataUrl(`video/${format}`, await spokenVideo(SPOKEN, SLIDES, format)) } }] }],
+    attachmentLimitsOf(config))).filter((a) => a.kind === 'image');
+  const entry = await ocr.run(taskInput({ attachments: frames }));
+  console.log(`video, ${format}: ${frames.length} frames, slide words by OCR: recall ${pct(entry.name === 'ocr' ? wordRecall(SLIDES.join(' '), entry.result.text) : 0)}`);
+}
 await reader.close();
 await pdfs.close();
 await offices.close();
@@ -39,6 +73,12 @@ const stt = createSpeechToTextTask(worker);
 for (const [format, mime] of [['wav', 'audio/wav'], ['mp3', 'audio/mpeg'], ['ogg', 'audio/ogg'], ['webm', 'audio/webm']] as const) {
   const entry = await stt.run(taskInput({ attachments: [{ kind: 'audio', mime, bytes: speech(SPOKEN, format), param: format }] }));
   console.log(`STT, espeak-ng speech as ${format}: WER ${pct(entry.name === 'stt' ? wordErrorRate(SPOKEN, entry.result.text) : 1)}`);
+}
+for (const format of ['mp4', 'webm'] as const) {
+  const audio = (await resolveAttachments([{ role: 'user', content: [{ type: 'file', file: { filename: `v.${format}`, file_data: dataUrl(`video/${format}`, await spokenVideo(SPOKEN, ['Slide'], format)) } }] }],
+    attachmentLimitsOf(config))).filter((a) => a.kind === 'audio');
+  const entry = await stt.run(taskInput({ attachments: audio }));
+  console.log(`STT, the same speech as a ${format} video's sound track: WER ${pct(entry.name === 'stt' ? wordErrorRate(SPOKEN, entry.result.text) : 1)}`);
 }
 await worker.close();
 

@@ -56,6 +56,7 @@ const taskRequest = (task: string, part: object, text = 'What is in this file?')
 const imagePart = (url: string) => ({ type: 'image_url', image_url: { url } });
 const filePart = (filename: string, url: string) => ({ type: 'file', file: { filename, file_data: url } });
 const GOOD = { model: 'service', messages: [{ role: 'user', content: 'hello' }] };
+const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 
 async function hostile() {
   return import('../src/testing/hostile-inputs.ts');
@@ -94,6 +95,26 @@ const CASES: HostileCase[] = [
   {
     name: 'pdf-bomb', warm: ['ocr-pdf'],
     body: async () => taskRequest('ocr', filePart('bomb.pdf', (await fixtures()).dataUrl('application/pdf', await (await hostile()).deflateBombPdf(300_000_000)))),
+  },
+  // A 2-hour video of a few KB: refused from its length, before any frame is decoded.
+  {
+    name: 'video-2h', warm: [],
+    body: async () => taskRequest('speech_to_text', filePart('film.mp4', (await fixtures()).dataUrl('video/mp4', (await hostile()).longVideo(7200)))),
+  },
+  // Accepted: a 10-minute 640×360 video, so probing and seeking to 8 frames really run (off the loop).
+  {
+    name: 'video-10min-ocr', warm: ['ocr-image'],
+    body: async () => taskRequest('ocr', filePart('talk.mp4', (await fixtures()).dataUrl('video/mp4', (await hostile()).busyVideo(600)))),
+  },
+  // A 1 GiB part in a 1 MB docx: refused from the zip's directory, inflating nothing.
+  {
+    name: 'docx-bomb', warm: [],
+    body: async () => taskRequest('ocr', filePart('report.docx', (await fixtures()).dataUrl(DOCX, (await import('../src/testing/office-fixtures.ts')).zipBombDocx(1024 ** 3)))),
+  },
+  // The same, with a directory that says 1000 bytes: the parser, in its worker, stops at the real count.
+  {
+    name: 'docx-liar', warm: [],
+    body: async () => taskRequest('ocr', filePart('report.docx', (await fixtures()).dataUrl(DOCX, (await import('../src/testing/office-fixtures.ts')).liarDocx(1024 ** 3)))),
   },
   {
     name: 'pdf-60-blank', warm: ['ocr-pdf'],

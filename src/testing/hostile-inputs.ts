@@ -134,3 +134,19 @@ export function longVideo(seconds: number): Buffer {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * Costs video reading real work while staying under the limits: `seconds` of 640×360 moving test
+ * pattern at 10 fps with a keyframe every 10 s (seeking decodes from the keyframe before), a tone.
+ */
+export function busyVideo(seconds: number): Buffer {
+  const dir = mkdtempSync(join(tmpdir(), 'busy-video-'));
+  try {
+    execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc2=s=640x360:r=10:d=${seconds}`,
+      '-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`, '-threads', '1', '-c:v', 'libx264', '-preset', 'ultrafast', '-crf', '51',
+      '-g', '100', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-b:a', '16k', join(dir, 'busy.mp4')]);
+    return readFileSync(join(dir, 'busy.mp4'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

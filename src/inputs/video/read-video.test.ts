@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { ServiceError } from '../../errors/service-error.ts';
 import { testAttachmentLimits } from '../../testing/attachment-limits.ts';
@@ -34,6 +36,19 @@ describe('a video attachment', () => {
       assert.ok(audio!.bytes.length > 2 * 16_000 * 2, 'over two seconds of sound');
     });
   }
+
+  it('is fetched from a URL through the safe fetcher and read the same way', async () => {
+    const video = await spokenVideo(SENTENCE, ['FETCHED'], 'webm');
+    const server = createServer((_, res) => res.writeHead(200, { 'Content-Type': 'video/webm' }).end(video));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/talk.webm`;
+      const read = await resolveAttachments([{ role: 'user', content: [{ type: 'file', file: { filename: 'talk.webm', file_data: url } }] }], limits);
+      assert.deepEqual(read.map((a) => a.kind).sort(), ['audio', 'image']);
+    } finally {
+      server.close();
+    }
+  });
 
   it('takes at most VIDEO_MAX_FRAMES frames, and none that repeats the one before', async () => {
     const slides = ['ONE', 'TWO', 'THREE', 'FOUR', 'FIVE', 'SIX'];
