@@ -42,10 +42,10 @@ describe('ocr task on office documents', { timeout: 300_000 }, () => {
     assert.match(result.text, /North \| 10[\s\S]*Oslo/);
   });
 
-  it('reads a spreadsheet\'s numbers and a presentation\'s slides, tables and pictures', async () => {
+  it('reads a spreadsheet\'s numbers under its sheet\'s name, and a presentation\'s numbered slides, tables and pictures', async () => {
     const xlsx = await spreadsheet([{ name: 'Sales', rows: [['Region', 'Revenue'], ['North', 48213.75], ['South', 1200]] }]);
     const sheet = await read(`${OOXML}.spreadsheetml.sheet`, xlsx);
-    assert.match(sheet.text, /\| North \| 48213\.75 \|/);
+    assert.match(sheet.text, /^## Sheet: Sales\n\n\| Region \| Revenue \|[\s\S]*\| North \| 48213\.75 \|/);
     assert.equal(sheet.documents?.[0]?.format, 'xlsx');
     const pptx = await presentation([
       { title: 'Roadmap', bullets: ['Ship video support', 'Ship office documents'] },
@@ -53,7 +53,7 @@ describe('ocr task on office documents', { timeout: 300_000 }, () => {
     ]);
     const slides = await read(`${OOXML}.presentationml.presentation`, pptx);
     assert.ok(wordRecall('Roadmap Ship video support Ship office documents Numbers metric value users 42', slides.pages[0]!.text) === 1, slides.pages[0]!.text);
-    assert.match(slides.pages[0]!.text, /\| users \| 42 \|/);
+    assert.match(slides.pages[0]!.text, /^## Slide 1\n\nRoadmap[\s\S]*## Slide 2\n\nNumbers[\s\S]*\| users \| 42 \|/);
     assert.ok(wordRecall(PICTURE.join(' '), slides.pages[1]?.text ?? '') >= 0.8);
   });
 

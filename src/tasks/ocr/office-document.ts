@@ -41,14 +41,36 @@ export async function readOfficeDocument(bytes: Buffer, source: string, limits: 
     }
     throw invalidRequest(`${source} is not a readable document: ${why}`, 'invalid_content', source);
   }
-  const { value } = await OfficeGenerator.generate(ast, 'md', { includeImages: false, includeFormatting: false, generateIds: false, ignoreInternalLinks: true });
   const pictures = (ast.attachments ?? []).filter((a) => a.type === 'image' && RASTER.has(a.mimeType) && a.data);
   const images = [];
   for (const picture of pictures.slice(0, limits.maxImages)) {
     const png = await asPng(Buffer.from(picture.data, 'base64'), limits.maxPixels);
     if (png) images.push({ name: picture.name, png });
   }
-  return { markdown: String(value).replace(LEADING_FRONT_MATTER, '').replace(/\n{3,}/g, '\n\n').trim(), images, imagesFound: pictures.length };
+  return { markdown: await markdownOf(ast), images, imagesFound: pictures.length };
+}
+
+type Ast = Awaited<ReturnType<typeof OfficeParser.parseOffice>>;
+
+/**
+ * The document as Markdown; a spreadsheet's sheets and a presentation's slides each under a heading
+ * that names it (the generator alone separates them with bare rules, and drops sheet names).
+ */
+async function markdownOf(ast: Ast): Promise<string> {
+  const headed = ast.content.length > 0 && ast.content.every((node) => node.type === 'sheet' || node.type === 'slide');
+  const parts = headed ? ast.content.map((node) => ({ heading: headingOf(node), ast: { ...ast, content: [node] } })) : [{ heading: '', ast }];
+  const texts = [];
+  for (const part of parts) {
+    const { value } = await OfficeGenerator.generate(part.ast, 'md', { includeImages: false, includeFormatting: false, generateIds: false, ignoreInternalLinks: true });
+    const body = String(value).replace(LEADING_FRONT_MATTER, '').replace(/^(\s*---\s*\n)+/, '').replace(/\n{3,}/g, '\n\n').trim();
+    texts.push(part.heading ? `${part.heading}\n\n${body}` : body);
+  }
+  return texts.join('\n\n').trim();
+}
+
+function headingOf(node: Ast['content'][number]): string {
+  const { sheetName, slideNumber } = (node.metadata ?? {}) as { sheetName?: string; slideNumber?: number };
+  return node.type === 'sheet' ? `## Sheet: ${sheetName ?? ''}` : `## Slide ${slideNumber ?? ''}`;
 }
 
 /** A picture Tesseract can read, or nothing for one that is broken or too large to decode. */
