@@ -106,7 +106,7 @@ describe(`hostile inputs at ${baseUrl}`, { timeout: 600_000 }, () => {
     const answer = await pending;
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     const entry = answer.body.precontext[0];
-    assert.deepEqual(entry.result.documents, [{ source: 'messages[1].content[1]', page_count: 60, pages_read: 20 }]);
+    assert.deepEqual(entry.result.documents, [{ source: 'messages[1].content[1]', format: 'pdf', page_count: 60, pages_read: 20 }]);
     assert.equal(entry.result.pages.length, 20);
   });
 
