@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { after, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { ServiceError } from '../errors/service-error.ts';
 import { IsolatedWorker } from './isolated-worker.ts';
 
@@ -11,11 +13,20 @@ type TestJobs = {
   crash(): Promise<never>;
 };
 
+const run = promisify(execFile);
 const is = (status: number, code: string) => (e: unknown) => e instanceof ServiceError && e.status === status && e.code === code;
 
 describe('IsolatedWorker', { timeout: 120_000 }, () => {
   const worker = new IsolatedWorker<TestJobs>(new URL('./test-jobs.ts', import.meta.url), 'test task', { timeoutMs: 1500, memoryMb: 64 });
   after(() => worker.close());
+
+  it('lets the process exit with an idle worker left open (its stderr pipe included)', async () => {
+    const script = `import { IsolatedWorker } from ${JSON.stringify(new URL('./isolated-worker.ts', import.meta.url).href)};
+      const worker = new IsolatedWorker(new URL(${JSON.stringify(new URL('./test-jobs.ts', import.meta.url).href)}), 'test task', { timeoutMs: 5000, memoryMb: 64 });
+      console.log(await worker.run('double', 4));`;
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 60_000 });
+    assert.equal(stdout.trim(), '8'); // a process kept alive is killed by the timeout, which rejects
+  });
 
   it('runs jobs in a worker process and returns their results', async () => {
     assert.deepEqual(await Promise.all([worker.run('double', 2), worker.run('double', 21)]), [4, 42]);

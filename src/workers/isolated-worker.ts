@@ -81,10 +81,14 @@ export class IsolatedWorker<J extends Jobs> {
     return worker;
   }
 
-  /** An idle worker must not keep the process alive; a busy one does, through its job's timer. */
+  /**
+   * An idle worker must not keep the process alive; a busy one does, through its job's timer. Its
+   * process, its IPC channel and its stderr pipe are each a handle of their own.
+   */
   private idle(worker: ChildProcess): void {
     worker.unref();
     (worker.channel as { unref?(): void } | undefined)?.unref?.();
+    (worker.stderr as { unref?(): void } | null)?.unref?.();
   }
 
   private settle(reply: JobReply): void {

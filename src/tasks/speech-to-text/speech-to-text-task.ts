@@ -6,7 +6,7 @@ export function createSpeechToTextTask(worker: WhisperWorker): Task {
   return {
     name: 'speech_to_text',
     async run(input) {
-      const audio = attachmentsFor('speech_to_text', input, ['audio'], 'an audio file');
+      const audio = attachmentsFor('speech_to_text', input, ['audio'], 'an audio file or a video with sound');
       const segments = [];
       const texts = [];
       let duration = 0;
