@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { ServiceError } from '../errors/service-error.ts';
 import { testAttachmentLimits } from '../testing/attachment-limits.ts';
 import { dataUrl } from '../testing/fixtures.ts';
-import { liarDocx, openDocumentText, plainZip, presentation, richTextDocument, spreadsheet, wordDocument, zipBombDocx } from '../testing/office-fixtures.ts';
+import { electronicBook, liarDocx, openDocumentPresentation, openDocumentSpreadsheet, openDocumentText, plainZip, presentation, richTextDocument, spreadsheet, wordDocument, zipBombDocx } from '../testing/office-fixtures.ts';
 import { resolveAttachments } from './attachments.ts';
 
 const limits = testAttachmentLimits({ inlineMaxBytes: 4 * 1024 * 1024 });
@@ -20,6 +20,9 @@ describe('office document attachments', () => {
       ['a.xlsx', `${OOXML}.spreadsheetml.sheet`, await spreadsheet([{ name: 'S', rows: [['a', 1]] }])],
       ['a.pptx', `${OOXML}.presentationml.presentation`, await presentation([{ title: 'T' }])],
       ['a.odt', 'application/vnd.oasis.opendocument.text', openDocumentText(['p'])],
+      ['a.ods', 'application/vnd.oasis.opendocument.spreadsheet', openDocumentSpreadsheet([['a']])],
+      ['a.odp', 'application/vnd.oasis.opendocument.presentation', openDocumentPresentation([['a']])],
+      ['a.epub', 'application/epub+zip', electronicBook('B', [{ heading: 'H', paragraphs: ['p'] }])],
       ['a.rtf', 'text/rtf', richTextDocument('p')],
     ];
     for (const [name, mime, bytes] of files) {

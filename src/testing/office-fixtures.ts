@@ -224,21 +224,54 @@ export function richTextDocument(text: string): Buffer {
   return Buffer.from(`{\\rtf1\\ansi\\ansicpg1252\\deff0{\\fonttbl{\\f0\\fswiss Helvetica;}}\\f0\\fs24\\uc0 ${body}\\par\n}`, 'latin1');
 }
 
-/** A minimal OpenDocument text (odt): the paragraphs, then the table (first row as its header). */
-export function openDocumentText(paragraphs: string[], table: string[][] = []): Buffer {
-  const cell = (text: string) => `<table:table-cell office:value-type="string"><text:p>${escapeXml(text)}</text:p></table:table-cell>`;
-  const rows = table.map((row) => `<table:table-row>${row.map(cell).join('')}</table:table-row>`).join('');
-  const content = '<?xml version="1.0" encoding="UTF-8"?>\n'
-    + '<office:document-content xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
-    + 'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" office:version="1.2">'
-    + `<office:body><office:text>${paragraphs.map((p) => `<text:p>${escapeXml(p)}</text:p>`).join('')}`
-    + (rows ? `<table:table table:name="Table1"><table:table-column table:number-columns-repeated="${table[0]!.length}"/>${rows}</table:table>` : '')
-    + '</office:text></office:body></office:document-content>';
+const ODF = 'application/vnd.oasis.opendocument';
+const ODF_NAMESPACES = ['office', 'text', 'table', 'draw'].map((ns) => `xmlns:${ns}="urn:oasis:names:tc:opendocument:xmlns:${ns === 'draw' ? 'drawing' : ns}:1.0"`).join(' ');
+const cell = (text: string) => `<table:table-cell office:value-type="string"><text:p>${escapeXml(text)}</text:p></table:table-cell>`;
+const odfTable = (table: string[][]) => `<table:table table:name="Table1"><table:table-column table:number-columns-repeated="${table[0]!.length}"/>`
+  + `${table.map((row) => `<table:table-row>${row.map(cell).join('')}</table:table-row>`).join('')}</table:table>`;
+
+/** A minimal OpenDocument file: `kind` is text, spreadsheet or presentation; `body` the XML inside its office:body. */
+function openDocument(kind: 'text' | 'spreadsheet' | 'presentation', body: string): Buffer {
+  const content = `<?xml version="1.0" encoding="UTF-8"?>\n<office:document-content ${ODF_NAMESPACES} office:version="1.2">`
+    + `<office:body><office:${kind}>${body}</office:${kind}></office:body></office:document-content>`;
   const manifest = '<?xml version="1.0" encoding="UTF-8"?>\n'
     + '<manifest:manifest xmlns:manifest="urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
-    + '<manifest:file-entry manifest:full-path="/" manifest:media-type="application/vnd.oasis.opendocument.text"/>'
+    + `<manifest:file-entry manifest:full-path="/" manifest:media-type="${ODF}.${kind}"/>`
     + '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/></manifest:manifest>';
-  return zip([smallEntry('mimetype', 'application/vnd.oasis.opendocument.text'), smallEntry('META-INF/manifest.xml', manifest), smallEntry('content.xml', content)]);
+  return zip([smallEntry('mimetype', `${ODF}.${kind}`), smallEntry('META-INF/manifest.xml', manifest), smallEntry('content.xml', content)]);
+}
+
+/** An odt: the paragraphs, then the table (first row as its header). */
+export const openDocumentText = (paragraphs: string[], table: string[][] = []): Buffer =>
+  openDocument('text', paragraphs.map((p) => `<text:p>${escapeXml(p)}</text:p>`).join('') + (table.length ? odfTable(table) : ''));
+
+/** An ods with one sheet holding the table. */
+export const openDocumentSpreadsheet = (table: string[][]): Buffer => openDocument('spreadsheet', odfTable(table));
+
+/**
+ * Attacks a spreadsheet reader with repetition: an ods whose one row of one cell is repeated to a
+ * sheet's whole extent (16384 columns × 1048576 rows), a few hundred bytes that name 17 billion cells.
+ */
+export const repeatedCellsSpreadsheet = (): Buffer => openDocument('spreadsheet', '<table:table table:name="Sheet1">'
+  + '<table:table-row table:number-rows-repeated="1048576"><table:table-cell table:number-columns-repeated="16384" office:value-type="string">'
+  + '<text:p>x</text:p></table:table-cell></table:table-row></table:table>');
+
+/** An odp: one slide per entry, each a text box with its lines. */
+export const openDocumentPresentation = (slides: string[][]): Buffer => openDocument('presentation', slides.map((lines, i) =>
+  `<draw:page draw:name="page${i + 1}"><draw:frame><draw:text-box>${lines.map((l) => `<text:p>${escapeXml(l)}</text:p>`).join('')}</draw:text-box></draw:frame></draw:page>`).join(''));
+
+/** A minimal EPUB 3: one chapter per entry, each a heading and its paragraphs, in spine order. */
+export function electronicBook(title: string, chapters: { heading: string; paragraphs: string[] }[]): Buffer {
+  const container = '<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+    + '<rootfiles><rootfile full-path="content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>';
+  const opf = `<?xml version="1.0"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">`
+    + `<metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier id="id">fixture</dc:identifier><dc:title>${escapeXml(title)}</dc:title><dc:language>en</dc:language></metadata>`
+    + `<manifest>${chapters.map((_, i) => `<item id="c${i}" href="c${i}.xhtml" media-type="application/xhtml+xml"/>`).join('')}</manifest>`
+    + `<spine>${chapters.map((_, i) => `<itemref idref="c${i}"/>`).join('')}</spine></package>`;
+  const page = (c: { heading: string; paragraphs: string[] }) => '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>c</title></head>'
+    + `<body><h1>${escapeXml(c.heading)}</h1>${c.paragraphs.map((p) => `<p>${escapeXml(p)}</p>`).join('')}</body></html>`;
+  return zip([smallEntry('mimetype', 'application/epub+zip'), smallEntry('META-INF/container.xml', container), smallEntry('content.opf', opf),
+    ...chapters.map((c, i) => smallEntry(`c${i}.xhtml`, page(c)))]);
 }
 
 const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -5,7 +5,10 @@ import type { OcrResult } from '../../contract/wire-types.ts';
 import { ServiceError } from '../../errors/service-error.ts';
 import type { Attachment } from '../../inputs/attachments.ts';
 import { renderTextImage, wordRecall } from '../../testing/fixtures.ts';
-import { liarDocx, openDocumentText, presentation, richTextDocument, spreadsheet, wordDocument } from '../../testing/office-fixtures.ts';
+import {
+  electronicBook, liarDocx, openDocumentPresentation, openDocumentSpreadsheet, openDocumentText, presentation, repeatedCellsSpreadsheet,
+  richTextDocument, spreadsheet, wordDocument,
+} from '../../testing/office-fixtures.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { documentLimitsOf, pdfLimitsOf } from '../create-tasks.ts';
 import { DocumentReader } from './document-reader.ts';
@@ -14,6 +17,7 @@ import { PdfReader } from './pdf-reader.ts';
 import { TesseractReader } from './tesseract-reader.ts';
 
 const OOXML = 'application/vnd.openxmlformats-officedocument';
+const ODF = 'application/vnd.oasis.opendocument';
 const TABLE = [['Region', 'Q1', 'Q2'], ['North', '10', '12'], ['South', '7', '9']];
 const PICTURE = ['Delivery note 5530', 'Shipped to Oslo'];
 
@@ -57,11 +61,23 @@ describe('ocr task on office documents', { timeout: 300_000 }, () => {
     assert.ok(wordRecall(PICTURE.join(' '), slides.pages[1]?.text ?? '') >= 0.8);
   });
 
-  it('reads OpenDocument text and RTF', async () => {
-    const odt = await read('application/vnd.oasis.opendocument.text', openDocumentText(['Minutes of the meeting'], TABLE));
+  it('reads OpenDocument text, spreadsheets and presentations, EPUB and RTF', async () => {
+    const odt = await read(`${ODF}.text`, openDocumentText(['Minutes of the meeting'], TABLE));
     assert.match(odt.text, /Minutes of the meeting\n\n\| Region \| Q1 \| Q2 \|/);
+    const ods = await read(`${ODF}.spreadsheet`, openDocumentSpreadsheet(TABLE));
+    assert.match(ods.text, /^## Sheet: Table1\n\n\| Region \| Q1 \| Q2 \|[\s\S]*\| South \| 7 \| 9 \|/);
+    const odp = await read(`${ODF}.presentation`, openDocumentPresentation([['Roadmap', 'Ship video support'], ['Numbers']]));
+    assert.match(odp.text, /^## Slide 1\n\nRoadmap\n\nShip video support\n\n## Slide 2\n\nNumbers$/);
+    const epub = await read('application/epub+zip', electronicBook('Guide', [{ heading: 'Chapter one', paragraphs: ['Open the settings.'] }, { heading: 'Chapter two', paragraphs: ['Click save.'] }]));
+    assert.match(epub.text, /# Chapter one\n\nOpen the settings\.\n\n# Chapter two\n\nClick save\./);
     const rtf = await read('application/rtf', richTextDocument('Café prices rose by 3 percent.'));
     assert.equal(rtf.text, 'Café prices rose by 3 percent.');
+  });
+
+  it('reads a spreadsheet whose few bytes repeat one cell 17 billion times only up to 100,000 cells', async () => {
+    const sheet = await read(`${ODF}.spreadsheet`, repeatedCellsSpreadsheet());
+    const cells = sheet.text.match(/\| x /g)?.length ?? 0;
+    assert.ok(cells > 0 && cells <= 100_000, `${cells} cells`);
   });
 
   it('reads at most DOCUMENT_MAX_IMAGES pictures and says how many it left', async () => {

@@ -32,7 +32,7 @@ export async function readOfficeDocument(bytes: Buffer, source: string, limits: 
   try {
     ast = await OfficeParser.parseOffice(bytes, {
       extractAttachments: true,
-      decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: 2000, maxTableCells: 1_000_000 },
+      decompressionLimits: { maxUncompressedBytes: limits.maxInflatedBytes, maxZipEntries: 2000, maxTableCells: 100_000 },
     });
   } catch (err) {
     const why = (err as Error).message;
