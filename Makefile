@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup serve-setup run client docs conformance kit mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock test bench bench-hostile bench-account bench-gateway guard-eval accuracy
+.PHONY: help setup serve-setup run client docs conformance kit mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock fresh-clone test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -164,7 +164,12 @@ contract-mock: setup
 fuzz: setup
 	$(SERVE_SEARXNG) $(SERVE_LOCAL) contract-tests/fuzz.sh $(LOCAL_URL) $(TEST_KEY) $(FUZZ_EXAMPLES)
 
-test: setup lint check-generated typecheck unit contract contract-mock fuzz
+# What a new user types first, on a fresh clone of HEAD: make run and the README's curl requests,
+# npm run keys, make mock, make conformance (the installed dependencies linked in, not reinstalled).
+fresh-clone: setup
+	$(NODE) --test contract-tests/fresh-clone.test.ts
+
+test: setup lint check-generated typecheck unit contract contract-mock fuzz fresh-clone
 	@echo "make test: every check passed"
 
 # Not part of `make test`: the mock answers from examples and fails some checks by design (README).

@@ -1,8 +1,9 @@
 // API key administration on the configured store (the keys file, or Redis with REDIS_URL).
 // `ensure-dev` is what `make run` calls on start.
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config.ts';
+import { ConfigError, loadConfig } from '../config.ts';
 import { createStore } from '../store/create-store.ts';
+import { StoreUnavailableError } from '../store/errors.ts';
 import { ApiKeys } from './api-keys.ts';
 
 const USAGE = `usage: npm run keys -- <command>
@@ -94,6 +95,14 @@ function fail(message: string): number {
 }
 
 main(process.argv.slice(2)).then((code) => (process.exitCode = code), (err: Error) => {
+  // A keys file that can never be written is a setting to fix, said as the server says those.
+  const setting = err instanceof ConfigError ? err.message
+    : err instanceof StoreUnavailableError && err.code === 'keys_folder_unavailable' ? `KEYS_FILE: ${err.message}` : undefined;
+  if (setting !== undefined) {
+    console.error(`Configuration error: ${setting}`);
+    process.exitCode = 2;
+    return;
+  }
   console.error(`keys: ${err.message}`);
   process.exitCode = 1;
 });

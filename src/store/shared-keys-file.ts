@@ -2,7 +2,8 @@
 // reloaded when the file changes; every change is a read-modify-write under the file lock with an
 // atomic replace, so no process overwrites another's update with a stale copy.
 import { closeSync, fstatSync, openSync, readFileSync, type Stats } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { mkdir, open, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { writeFileAtomic } from './atomic-write.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { withFileLock, type FileLockOptions } from './file-lock.ts';
@@ -53,7 +54,10 @@ export class SharedKeysFile {
    * cannot be read as keys: writing the last good keys over it would drop whatever it now holds.
    */
   update<T>(change: (entries: KeyEntry[]) => Change<T>): Promise<T> {
-    const locked = () => withFileLock(`${this.file}.lock`, () => this.updateLocked(change), { ...this.lockOptions, log: this.log });
+    const locked = async () => {
+      await this.createFolder();
+      return withFileLock(`${this.file}.lock`, () => this.updateLocked(change), { ...this.lockOptions, log: this.log });
+    };
     return this.mutex.run(locked).catch((err: unknown) => {
       // A file system that refuses (permissions, a full disk) is an outage to the caller, as a
       // Redis that is down is: the same error type, whichever backend.
@@ -63,6 +67,20 @@ export class SharedKeysFile {
       }
       throw err;
     });
+  }
+
+  /**
+   * The file's folder, made on the first write (a fresh clone has no data/) and private: the
+   * file holds key hashes and balances. A folder that cannot be made is the operator's to fix.
+   */
+  private async createFolder(): Promise<void> {
+    const folder = dirname(this.file);
+    try {
+      await mkdir(folder, { recursive: true, mode: 0o700 });
+    } catch (err) {
+      throw new StoreUnavailableError(`cannot create the folder ${folder} for the keys file ${this.file}: ${(err as Error).message}`,
+        'keys_folder_unavailable', { cause: err });
+    }
   }
 
   private async updateLocked<T>(change: (entries: KeyEntry[]) => Change<T>): Promise<T> {
