@@ -414,3 +414,57 @@ describe('an upstream\'s error shapes never reach the caller or the listeners as
     }
   });
 });
+
+describe('an assistant turn with tool_calls and no content (issue 21, finding 2)', () => {
+  let server: TestServer;
+  before(async () => (server = await startTestServer()));
+  after(() => server.close());
+  const call = { id: 'call_1', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
+  const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  const client = () => new OpenAI({ baseURL: server.baseUrl, apiKey: TEST_KEY, maxRetries: 0 });
+
+  const roundTrips: [string, OpenAI.ChatCompletionAssistantMessageParam][] = [
+    ['content null', { role: 'assistant', content: null, tool_calls: [call] }],
+    ['content absent, as LiteLLM forwards it', { role: 'assistant', tool_calls: [call] }],
+  ];
+  for (const [name, assistant] of roundTrips) {
+    it(`completes a tool round trip whose assistant turn has tool_calls and ${name}`, async () => {
+      const completion = await client().chat.completions.create({
+        model: 'service', tools,
+        messages: [{ role: 'user', content: 'weather in Paris?' }, assistant, { role: 'tool', tool_call_id: 'call_1', content: 'sunny' }],
+      });
+      assert.equal(completion.choices[0]?.finish_reason, 'stop');
+      assert.equal(typeof completion.choices[0]?.message.content, 'string');
+    });
+  }
+
+  for (const [name, assistant] of [
+    ['neither content nor tool_calls', { role: 'assistant' }],
+    ['content null and no tool_calls', { role: 'assistant', content: null }],
+    ['content null and an empty tool_calls', { role: 'assistant', content: null, tool_calls: [] }],
+  ] as const) {
+    it(`refuses an assistant turn with ${name}, naming the rule`, async () => {
+      const res = await postCompletion(server.baseUrl, { model: 'service', messages: [{ role: 'user', content: 'hi' }, assistant] });
+      const error = await expectError(res, 400, 'invalid_request_error', 'invalid_request');
+      assert.match(error.message, /messages(\.|\[)1/);
+      assert.match(error.message, /content.*tool_calls|tool_calls.*content/);
+    });
+  }
+
+  it('refuses a user turn without content, naming the field', async () => {
+    const res = await postCompletion(server.baseUrl, { model: 'service', messages: [{ role: 'user' }] });
+    const error = await expectError(res, 400, 'invalid_request_error', 'invalid_request');
+    assert.match(error.message, /messages(\.|\[)0/);
+    assert.match(error.message, /content/);
+  });
+
+  it('refuses tool_choice required or a named function without tools, naming tool_choice and tools', async () => {
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+      for (const extra of [{}, { tools: [] }, { tools: null }]) {
+        const error = await expectError(await postCompletion(server.baseUrl, { ...hello, tool_choice, ...extra }), 400, 'invalid_request_error', 'invalid_request');
+        assert.match(error.message, /tool_choice/);
+        assert.match(error.message, /tools/);
+      }
+    }
+  });
+});
