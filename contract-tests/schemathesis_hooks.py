@@ -1,9 +1,13 @@
 """Schemathesis hooks: teach the generator the request rules a JSON Schema cannot state.
 
-openapi.yaml states these rules in prose (descriptions of Message, ToolChoice and tools); the
-server answers 400 when they are broken. Without this hook, Schemathesis would draw bodies that
-match the schema but break a cross-field rule, and count the server's correct 400 as a failure.
-Only positive cases are repaired: negative ones must stay invalid.
+openapi.yaml states in JSON Schema (`allOf` of `if`/`then`) the rules across fields it can:
+content absent or null only on an assistant message with tool calls, `tool_call_id` on a tool
+message, `tool_choice` `required` or named only with tools, `stream_options` only with
+`stream: true`; Schemathesis generates by them, so no hook repairs those. What is left here is
+in prose only (descriptions of tools, ToolChoice and Message): function names unique, a named
+`tool_choice` among the tools, a `tool_call_id` answering an earlier call. Without these repairs,
+Schemathesis would draw bodies that break such a rule and count the server's correct 400 as a
+failure. Only positive cases are repaired: negative ones must stay invalid.
 """
 
 import schemathesis
@@ -29,8 +33,6 @@ def map_case(context, case):
     if meta is None or meta.generation.mode != GenerationMode.POSITIVE:
         return case
     body = case.body
-    if body.get("stream") is not True:
-        body.pop("stream_options", None)  # allowed with stream: true only (a 400 otherwise)
     tools = _unique_tools(body)
     _fit_tool_choice(body, tools)
     if isinstance(body.get("messages"), list):
@@ -68,26 +70,20 @@ def _unique_tools(body):
 
 
 def _fit_tool_choice(body, tools):
-    """A forced call needs tools, and a named function must be one of them."""
+    """A named function must be one of the tools (the contract says a forced call needs tools)."""
     choice = body.get("tool_choice")
-    if not tools:
-        if choice == "required" or isinstance(choice, dict):
-            del body["tool_choice"]
-    elif isinstance(choice, dict):
+    if tools and isinstance(choice, dict):
         choice["function"]["name"] = tools[0]["function"]["name"]
 
 
 def _answerable(message, index, messages):
-    """A tool message answers an earlier call; null content belongs to assistant tool calls;
-    attachments are real files."""
+    """A tool message answers an earlier call; attachments are real files."""
     earlier_ids = {
         call["id"] for m in messages[:index] if m.get("role") == "assistant" for call in m.get("tool_calls") or []
     }
     if message.get("role") == "tool" and message.get("tool_call_id") not in earlier_ids:
         message = {**message, "role": "user"}
         message.pop("tool_call_id", None)
-    if message.get("content") is None and not (message.get("role") == "assistant" and message.get("tool_calls")):
-        message = {**message, "content": ""}
     if isinstance(message.get("content"), list):
         message = {**message, "content": [_real_file(part) for part in message["content"]]}
     return message

@@ -97,7 +97,10 @@ export interface components {
         ModelId: "service" | "service-beta";
         /**
          * @description The conversation and the generation settings. Unknown extra fields are accepted and ignored.
-         *     `null` in an optional field means the same as leaving it out.
+         *     `null` in an optional field means the same as leaving it out. The rules across fields that
+         *     JSON Schema can state are in `allOf` below; those it cannot (function names unique within
+         *     `tools`, a named `tool_choice` among `tools`, a `tool_call_id` answering an earlier call)
+         *     are in the descriptions of those fields, and the server answers 400 for them too.
          */
         ChatCompletionRequest: {
             model: components["schemas"]["ModelId"];
@@ -152,7 +155,7 @@ export interface components {
             n?: number | null;
             /** @description An id of the end user, for abuse monitoring; not used for generation. */
             user?: string;
-        };
+        } & (unknown & unknown);
         /**
          * @description Turns extended reasoning on and sets its budget. Absent means off.
          * @enum {string}
@@ -172,19 +175,21 @@ export interface components {
         } | null;
         /**
          * @description One turn of the conversation. `developer` is accepted as another spelling of `system`.
-         *     `content` may be `null` only on an assistant message that carries `tool_calls`.
+         *     `content` is required, except on an assistant message that carries `tool_calls`: there it
+         *     may be `null` or left out, as the OpenAI format allows and LiteLLM forwards a tool round
+         *     trip. A `tool` message needs `tool_call_id`. Both rules are stated in `allOf` below.
          */
         Message: {
             /** @enum {string} */
             role: "system" | "developer" | "user" | "assistant" | "tool";
-            content: string | components["schemas"]["ContentPart"][] | null;
+            content?: string | components["schemas"]["ContentPart"][] | null;
             /** @description Name of the participant. */
             name?: string;
             /** @description On assistant messages only; the tool calls the model asked for. */
             tool_calls?: components["schemas"]["ToolCall"][];
             /** @description On tool messages only, and required there; the `id` of the tool call this message answers. */
             tool_call_id?: string;
-        };
+        } & (unknown & unknown);
         /** @description A typed part of a multimodal message; parts of different types may be mixed. */
         ContentPart: components["schemas"]["TextPart"] | components["schemas"]["ImagePart"] | components["schemas"]["FilePart"];
         TextPart: {

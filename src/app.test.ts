@@ -6,6 +6,11 @@ import { countingEngine } from './testing/counting-engine.ts';
 import type { ChatCompletionResponse } from './contract/wire-types.ts';
 import type { Engine } from './engines/engine.ts';
 import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from './testing/test-server.ts';
+import { createUpstreamEngine } from './engines/upstream-engine.ts';
+import { ServiceError } from './errors/service-error.ts';
+import { Metrics } from './http/metrics.ts';
+import { createLogger } from './http/request-log.ts';
+import { delta, sendStream, startFakeUpstream } from './testing/fake-upstream.ts';
 
 async function expectError(res: Response, status: number, type: string, code?: string) {
   assert.equal(res.status, status);
@@ -360,4 +365,106 @@ describe('reasoning where clients look (issue 9, finding 7)', () => {
       else assert.deepEqual([reasoning, content], ['', '<think>The user wrote 2 words.</think>hello there']);
     });
   }
+});
+
+describe('an upstream\'s error shapes never reach the caller or the listeners as they came (issue 21, finding 1)', () => {
+  // As in production: no response validation, the metrics and the request log on.
+  const production = (engine: Engine) => startTestServer({
+    engine, validateResponses: false, metrics: new Metrics(), requestLogger: createLogger('info', { write: () => {} }),
+  });
+
+  it('a llama.cpp upstream\'s numeric code: a string code for the caller, and the next requests are served', async () => {
+    const upstream = await startFakeUpstream((body, res) => {
+      const error = { error: { code: 400, message: 'the request exceeds the available context size', type: 'exceed_context_size_error' } };
+      if (body.stream) sendStream(res, [delta({ content: 'a' }), error]);
+      else res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify(error));
+    });
+    const server = await production(createUpstreamEngine({ baseUrl: upstream.baseUrl, model: 'm', timeoutMs: 5000 }));
+    try {
+      const error = await expectError(await postCompletion(server.baseUrl, hello), 400, 'invalid_request_error', 'context_length_exceeded');
+      assert.equal(typeof error.code, 'string');
+      const streamed = await (await postCompletion(server.baseUrl, { ...hello, stream: true })).text();
+      const frame = JSON.parse(streamed.split('\n\n').filter(Boolean).at(-2)!.slice('data: '.length));
+      assert.equal(typeof frame.error.code, 'string');
+      // The process is still here and serving: the answers above did not crash it on 'close'.
+      await expectError(await postCompletion(server.baseUrl, hello), 400, 'invalid_request_error', 'context_length_exceeded');
+      const metrics = await (await fetch(server.baseUrl.replace(/\/v1$/, '/metrics'))).text();
+      assert.match(metrics, /service_requests_total\{status="400",code="context_length_exceeded"\} 2/);
+    } finally {
+      await server.close();
+      await upstream.close();
+    }
+  });
+
+  it('an error with a code that is not a string, from anywhere, is answered with a string and crashes no listener', async () => {
+    const odd: Engine = {
+      description: 'throws an error of the wrong shape',
+      async *generate() {
+        throw new ServiceError(400, 'invalid_request_error', 400 as never, { text: 'not a string' } as never);
+      },
+    };
+    const server = await production(odd);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const error = await expectError(await postCompletion(server.baseUrl, hello), 400, 'invalid_request_error');
+        assert.equal(typeof error.code, 'string');
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('an assistant turn with tool_calls and no content (issue 21, finding 2)', () => {
+  let server: TestServer;
+  before(async () => (server = await startTestServer()));
+  after(() => server.close());
+  const call = { id: 'call_1', type: 'function' as const, function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
+  const tools = [{ type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } }];
+  const client = () => new OpenAI({ baseURL: server.baseUrl, apiKey: TEST_KEY, maxRetries: 0 });
+
+  const roundTrips: [string, OpenAI.ChatCompletionAssistantMessageParam][] = [
+    ['content null', { role: 'assistant', content: null, tool_calls: [call] }],
+    ['content absent, as LiteLLM forwards it', { role: 'assistant', tool_calls: [call] }],
+  ];
+  for (const [name, assistant] of roundTrips) {
+    it(`completes a tool round trip whose assistant turn has tool_calls and ${name}`, async () => {
+      const completion = await client().chat.completions.create({
+        model: 'service', tools,
+        messages: [{ role: 'user', content: 'weather in Paris?' }, assistant, { role: 'tool', tool_call_id: 'call_1', content: 'sunny' }],
+      });
+      assert.equal(completion.choices[0]?.finish_reason, 'stop');
+      assert.equal(typeof completion.choices[0]?.message.content, 'string');
+    });
+  }
+
+  for (const [name, assistant] of [
+    ['neither content nor tool_calls', { role: 'assistant' }],
+    ['content null and no tool_calls', { role: 'assistant', content: null }],
+    ['content null and an empty tool_calls', { role: 'assistant', content: null, tool_calls: [] }],
+  ] as const) {
+    it(`refuses an assistant turn with ${name}, naming the rule`, async () => {
+      const res = await postCompletion(server.baseUrl, { model: 'service', messages: [{ role: 'user', content: 'hi' }, assistant] });
+      const error = await expectError(res, 400, 'invalid_request_error', 'invalid_request');
+      assert.match(error.message, /messages(\.|\[)1/);
+      assert.match(error.message, /content.*tool_calls|tool_calls.*content/);
+    });
+  }
+
+  it('refuses a user turn without content, naming the field', async () => {
+    const res = await postCompletion(server.baseUrl, { model: 'service', messages: [{ role: 'user' }] });
+    const error = await expectError(res, 400, 'invalid_request_error', 'invalid_request');
+    assert.match(error.message, /messages(\.|\[)0/);
+    assert.match(error.message, /content/);
+  });
+
+  it('refuses tool_choice required or a named function without tools, naming tool_choice and tools', async () => {
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }]) {
+      for (const extra of [{}, { tools: [] }, { tools: null }]) {
+        const error = await expectError(await postCompletion(server.baseUrl, { ...hello, tool_choice, ...extra }), 400, 'invalid_request_error', 'invalid_request');
+        assert.match(error.message, /tool_choice/);
+        assert.match(error.message, /tools/);
+      }
+    }
+  });
 });

@@ -12,12 +12,21 @@ import { Guard } from './guard/guard.ts';
 import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
 import { createStore } from './store/create-store.ts';
+import { createFaultHandler, installFaultHandler } from './process/faults.ts';
 import { attachmentLimitsOf, createTasks, workerLimitsOf } from './tasks/create-tasks.ts';
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
-  const metrics = new Metrics();
+  // A fault before the server listens has nothing to drain; `stop` becomes the shutdown once it does.
+  let stop = async (_reason: string) => {};
+  installFaultHandler(createFaultHandler({
+    log: logger,
+    drain: (reason) => stop(reason),
+    exit: (code) => (logger.flush(), process.exit(code)),
+    deadlineMs: config.shutdownGraceMs + 5000,
+  }));
+  const metrics = new Metrics(loggerOn(logger));
   logger.info('loading the engine');
   const engine = await createEngine(config, metrics.queue);
   const tasks = createTasks(config, engine);
@@ -58,7 +67,12 @@ async function start(): Promise<void> {
     tasks.warm().catch((err: unknown) => logger.error({ err }, 'a task\'s model could not start: its requests will fail')),
   ]).then(() => (readiness.started(), logger.info('ready')));
 
-  /** Stop accepting, let what is in flight finish (up to SHUTDOWN_GRACE_MS), end the rest cleanly, close. */
+  /**
+   * Stop accepting, let what is in flight finish (up to SHUTDOWN_GRACE_MS), end the rest cleanly,
+   * close. Once: a signal and a process fault (src/process/faults.ts) share the same drain.
+   */
+  let stopping: Promise<void> | undefined;
+  stop = (reason: string) => (stopping ??= shutdown(reason));
   const shutdown = async (signal: string) => {
     readiness.draining();
     logger.info(`${signal}: ${drain.size} requests in flight; draining for up to ${config.shutdownGraceMs} ms`);
@@ -70,10 +84,11 @@ async function start(): Promise<void> {
     operational?.close();
     await Promise.allSettled([engine.close?.(), tasks.close(), store.close(), guard.close()]);
     logger.flush();
-    process.exit(0);
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  // Exit 0 after a signal's drain, unless a fault came first or during it (its exit code stays).
+  const onSignal = (signal: string) => void stop(signal).then(() => process.exit());
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
 }
 
 /** Listens, or fails with one line naming the setting: a port in use, an address not on this machine. */

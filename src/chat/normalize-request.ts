@@ -35,8 +35,9 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
 
 function toEngineMessage(message: Message, i: number): EngineMessage {
   const role = message.role === 'developer' ? 'system' : message.role;
-  if (message.content === null && !(role === 'assistant' && message.tool_calls?.length)) {
-    throw invalidRequest(`messages[${i}].content may be null only on an assistant message with tool_calls`,
+  // openapi.yaml states this rule (Message, allOf); the validator's copy leaves it to this message.
+  if (message.content == null && !(role === 'assistant' && message.tool_calls?.length)) {
+    throw invalidRequest(`messages[${i}] has no content: content may be left out or null only on an assistant message with tool_calls`,
       'invalid_request', 'messages');
   }
   if (role === 'tool' && !message.tool_call_id) {

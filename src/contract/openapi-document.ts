@@ -14,16 +14,33 @@ export function loadContract(path = CONTRACT_PATH): Record<string, Json> {
 }
 
 /**
- * The copy of the contract that express-openapi-validator gets. Two differences, both because of
+ * The copy of the contract that express-openapi-validator gets. Three differences, all because of
  * the validator: it rejects every request when a `discriminator` sits in a request body schema
  * (known in 5.6), so discriminators go (each variant is already told apart by its `type` enum,
- * so `oneOf` alone validates the same); and it derives its base path from `servers`, which in
- * the contract is a URL template, so the copy names the path alone.
+ * so `oneOf` alone validates the same); it derives its base path from `servers`, which in the
+ * contract is a URL template, so the copy names the path alone; and the rules across fields
+ * (`allOf` entries of `if`/`then`) go. The validator does apply `if`/`then`, but it reports
+ * Ajv's first error alone, which for such a rule misleads: a user message without `content`
+ * would read "messages.0.tool_calls: must have required property 'tool_calls'". Those rules are
+ * checked by chat/normalize-request.ts, whose message names the rule; src/contract/
+ * cross-field-rules.test.ts runs one table of cases against both, so they cannot drift apart.
  */
 export function validatorCopy(contract: Record<string, Json>): Record<string, Json> {
-  const copy = withoutKey(structuredClone(contract), 'discriminator') as Record<string, Json>;
+  const copy = withoutCrossFieldRules(withoutKey(structuredClone(contract), 'discriminator')) as Record<string, Json>;
   copy.servers = [{ url: BASE_PATH }];
   return copy;
+}
+
+/** Drops the `allOf` entries that hold an `if` (a rule across fields), and an `allOf` left empty. */
+function withoutCrossFieldRules(value: Json): Json {
+  if (Array.isArray(value)) return value.map(withoutCrossFieldRules);
+  if (!value || typeof value !== 'object') return value;
+  const entries = Object.entries(value).flatMap(([k, v]): [string, Json][] => {
+    if (k !== 'allOf' || !Array.isArray(v)) return [[k, withoutCrossFieldRules(v)]];
+    const kept = v.filter((rule) => !(rule && typeof rule === 'object' && 'if' in rule));
+    return kept.length ? [[k, kept.map(withoutCrossFieldRules)]] : [];
+  });
+  return Object.fromEntries(entries);
 }
 
 /**

@@ -90,6 +90,70 @@ describe('upstream engine', () => {
     });
   }
 
+  // Real upstreams' error shapes: llama.cpp and recent vLLM send a NUMERIC code, vLLM's older one
+  // sits at the top level; messages may be anything. The caller gets the service's own error
+  // (string code from the contract's list, its own type, a bounded message) whatever came (issue 21, finding 1).
+  const ownError = (status: number, code: string) => (e: unknown) => {
+    assert.ok(e instanceof ServiceError, String(e));
+    assert.deepEqual([e.status, e.code, typeof e.type, typeof e.message], [status, code, 'string', 'string']);
+    assert.ok(e.message.length <= 600, `a message of ${e.message.length} characters`);
+    return true;
+  };
+  const shapes: [string, number, unknown, number, string][] = [
+    ['llama.cpp: numeric code, exceed_context_size_error', 400, { error: { code: 400, message: 'the request exceeds the available context size', type: 'exceed_context_size_error' } }, 400, 'context_length_exceeded'],
+    ['vLLM (recent): a numeric code nested', 400, { error: { message: 'bad temperature', type: 'BadRequestError', param: null, code: 400 } }, 400, 'upstream_rejected'],
+    ['vLLM (older): the error at the top level', 400, { object: 'error', message: 'This model\'s maximum context length is 4096 tokens', type: 'BadRequestError', param: null, code: 400 }, 400, 'context_length_exceeded'],
+    ['a code that is an object and a message that is a number', 422, { error: { code: { n: 1 }, message: 42, type: ['x'] } }, 400, 'upstream_rejected'],
+    ['a code the contract does not list', 400, { error: { code: 'some_vendor_code', message: 'no' } }, 400, 'upstream_rejected'],
+    ['an error that is a bare string', 400, { error: 'x'.repeat(100_000) }, 400, 'upstream_rejected'],
+  ];
+  for (const [name, status, body, wantStatus, wantCode] of shapes) {
+    it(`normalises an upstream's refusal into the service's own error: ${name}`, async () => {
+      const upstream = await startFakeUpstream((_b, res) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(body)));
+      closers.push(upstream.close);
+      await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request())), ownError(wantStatus, wantCode));
+    });
+  }
+
+  it('normalises an error event in the stream whatever its fields hold', async () => {
+    const upstream = await startFakeUpstream((_b, res) => sendStream(res, [delta({ content: 'a' }), { error: { code: 500, message: { deep: 'x'.repeat(10_000) } } }]));
+    closers.push(upstream.close);
+    await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request({ stream: true }))), ownError(500, 'upstream_error'));
+  });
+
+  it('reads only well-typed fields from a chunk: numbers where text belongs, an object for arguments, counts as text', async () => {
+    const upstream = await startFakeUpstream((_b, res) =>
+      sendStream(res, [
+        delta({ content: 7, reasoning_content: { a: 1 } }),
+        delta({ content: 'ok', tool_calls: [{ index: 0, id: 12, function: { name: 3, arguments: { a: 1 } } }] }, 'tool_calls'),
+        { choices: [], usage: { prompt_tokens: '5', completion_tokens: -2 } },
+      ]));
+    closers.push(upstream.close);
+    const events = [];
+    for await (const event of engineFor(upstream.baseUrl).generate(request({ stream: true }))) events.push(event);
+    for (const event of events) {
+      if (event.type === 'content' || event.type === 'reasoning') assert.equal(typeof event.text, 'string');
+      if (event.type === 'tool_call') {
+        assert.equal(typeof event.index, 'number');
+        assert.equal(typeof event.arguments, 'string');
+        assert.ok(event.id === undefined || (typeof event.id === 'string' && event.id !== ''));
+        assert.ok(event.name === undefined || typeof event.name === 'string');
+      }
+    }
+    const folded = await foldEvents((async function* () { yield* events; })());
+    assert.equal(folded.content, 'ok');
+    assert.equal(folded.toolCalls[0]?.function.arguments, '{"a":1}');
+    assert.deepEqual(folded.usage, { promptTokens: 0, completionTokens: 0 });
+  });
+
+  it('fails a tool call whose index is not a small whole number with 500 upstream_error (an index of 1e9 would make an array that long)', async () => {
+    for (const index of [1e9, -1, '0', 1.5]) {
+      const upstream = await startFakeUpstream((_b, res) => sendStream(res, [delta({ tool_calls: [{ index, id: 'c', function: { name: 'f', arguments: '{}' } }] }, 'tool_calls')]));
+      closers.push(upstream.close);
+      await assert.rejects(foldEvents(engineFor(upstream.baseUrl).generate(request({ stream: true }))), ownError(500, 'upstream_error'));
+    }
+  });
+
   it('answers 503 when the upstream cannot be reached', async () => {
     await assert.rejects(foldEvents(engineFor('http://127.0.0.1:9/v1').generate(request())),
       (e: unknown) => e instanceof ServiceError && e.status === 503 && /unavailable/.test(e.message));

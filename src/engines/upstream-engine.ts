@@ -5,6 +5,7 @@ import type { FinishReason } from '../contract/wire-types.ts';
 import { ThinkTagSplitter } from './think-tags.ts';
 import { ServiceError, serviceUnavailable } from '../errors/service-error.ts';
 import type { Engine, EngineMessage, GenerationEvent, GenerationRequest } from './engine.ts';
+import { argumentsOf, countOf, errorFieldsOf, textOf, toolIndexOf, upstreamRejection, upstreamStreamFailure } from './upstream-fields.ts';
 
 export interface UpstreamOptions {
   /** Base URL of any OpenAI-compatible API, ending where `/chat/completions` is appended. */
@@ -19,19 +20,24 @@ export interface UpstreamOptions {
   vision?: boolean;
 }
 
-/** The parts of an upstream stream chunk this engine reads; everything else is ignored. */
+/**
+ * The parts of an upstream's chunk or answer this engine reads; everything else is ignored. Every
+ * leaf is `unknown`: it is JSON the upstream chose, read only through upstream-fields.ts.
+ */
+interface UpstreamMessage {
+  content?: unknown;
+  reasoning_content?: unknown;
+  reasoning?: unknown;
+  tool_calls?: unknown;
+}
+interface UpstreamToolCall {
+  index?: unknown;
+  id?: unknown;
+  function?: { name?: unknown; arguments?: unknown } | null;
+}
 interface UpstreamChunk {
-  choices?: {
-    delta?: {
-      content?: string | null;
-      reasoning_content?: string | null;
-      reasoning?: string | null;
-      tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
-    };
-    finish_reason?: string | null;
-  }[];
-  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
-  error?: { message?: string; type?: string; code?: string };
+  choices?: { delta?: UpstreamMessage | null; message?: UpstreamMessage | null; finish_reason?: unknown }[] | null;
+  usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
 }
 
 type ResponseBody = Awaited<ReturnType<typeof send>>['body'];
@@ -149,26 +155,48 @@ function parseJson<T>(text: string, what: string): T {
   }
 }
 
-/** A whole completion: asked for, or sent by an upstream that does not stream. */
-async function* readWhole(text: string): AsyncGenerator<GenerationEvent> {
-  const whole = parseJson<{ choices?: { message?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null; tool_calls?: { id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[]; usage?: UpstreamChunk['usage'] }>(text, 'its answer');
-  const choice = whole.choices?.[0];
-  if (!choice?.message || !choice.finish_reason) throw upstreamError('its answer has no message with a finish_reason');
-  const { message } = choice;
-  const reasoning = message.reasoning_content ?? message.reasoning;
-  if (reasoning) yield { type: 'reasoning', text: reasoning };
-  if (message.content) {
-    const think = new ThinkTagSplitter();
-    yield* think.push(message.content);
-    yield* think.flush();
-  }
-  for (const [index, call] of (message.tool_calls ?? []).entries()) {
-    yield { type: 'tool_call', index, id: call.id || mintToolCallId(), name: call.function?.name ?? '', arguments: call.function?.arguments ?? '' };
-  }
-  yield { type: 'done', finishReason: toFinishReason(choice.finish_reason), usage: usageOf(whole.usage) };
+/** The first choice of a chunk or answer, when `choices` is a list of objects. */
+function firstChoice(parsed: UpstreamChunk) {
+  const choice = Array.isArray(parsed.choices) ? parsed.choices[0] : undefined;
+  return choice !== null && typeof choice === 'object' ? choice : undefined;
 }
 
-const usageOf = (usage: UpstreamChunk['usage']) => ({ promptTokens: usage?.prompt_tokens ?? 0, completionTokens: usage?.completion_tokens ?? 0 });
+const reasoningOf = (m: UpstreamMessage | null | undefined) => textOf(m?.reasoning_content) ?? textOf(m?.reasoning);
+
+/** A message's tool calls: those that are objects; an index out of range makes the answer unusable. */
+function toolCallsOf(m: UpstreamMessage | null | undefined): { index: number; call: UpstreamToolCall }[] {
+  if (!Array.isArray(m?.tool_calls)) return [];
+  return m.tool_calls.flatMap((call: unknown, position: number) => {
+    if (call === null || typeof call !== 'object') return [];
+    const c = call as UpstreamToolCall;
+    const index = toolIndexOf(c.index ?? position);
+    if (index === undefined) throw upstreamError(`a tool call's index (${JSON.stringify(c.index)}) is not a small whole number`);
+    return [{ index, call: c }];
+  });
+}
+
+/** A whole completion: asked for, or sent by an upstream that does not stream. */
+async function* readWhole(text: string): AsyncGenerator<GenerationEvent> {
+  const whole = parseJson<UpstreamChunk>(text, 'its answer');
+  const choice = firstChoice(whole);
+  const message = choice?.message;
+  const finishReason = textOf(choice?.finish_reason);
+  if (!message || typeof message !== 'object' || !finishReason) throw upstreamError('its answer has no message with a finish_reason');
+  const reasoning = reasoningOf(message);
+  if (reasoning) yield { type: 'reasoning', text: reasoning };
+  const content = textOf(message.content);
+  if (content) {
+    const think = new ThinkTagSplitter();
+    yield* think.push(content);
+    yield* think.flush();
+  }
+  for (const { index, call } of toolCallsOf(message)) {
+    yield { type: 'tool_call', index, id: textOf(call.id) || mintToolCallId(), name: textOf(call.function?.name) ?? '', arguments: argumentsOf(call.function?.arguments) };
+  }
+  yield { type: 'done', finishReason: toFinishReason(finishReason), usage: usageOf(whole.usage) };
+}
+
+const usageOf = (usage: UpstreamChunk['usage']) => ({ promptTokens: countOf(usage?.prompt_tokens), completionTokens: countOf(usage?.completion_tokens) });
 
 async function* readStream(body: ResponseBody): AsyncGenerator<GenerationEvent> {
   const queue: EventSourceMessage[] = [];
@@ -187,16 +215,18 @@ async function* readStream(body: ResponseBody): AsyncGenerator<GenerationEvent> 
         sawDone = true;
         continue;
       }
-      const chunk = parseJson<UpstreamChunk>(event.data, 'an event of its stream');
-      if (chunk.error) throw new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed: ${chunk.error.message ?? 'unknown error'}`);
-      if (chunk.usage) usage = usageOf(chunk.usage);
-      const choice = chunk.choices?.[0];
-      const delta = choice?.delta;
-      const reasoning = delta?.reasoning_content ?? delta?.reasoning;
+      const chunk = parseJson<UpstreamChunk | null>(event.data, 'an event of its stream');
+      if (chunk === null || typeof chunk !== 'object') throw upstreamError('an event of its stream is not an object');
+      const failure = errorFieldsOf(chunk);
+      if (failure) throw upstreamStreamFailure(failure);
+      if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
+      const choice = firstChoice(chunk);
+      const delta = choice?.delta && typeof choice.delta === 'object' ? choice.delta : undefined;
+      const reasoning = reasoningOf(delta);
       if (reasoning) yield { type: 'reasoning', text: reasoning };
-      if (delta?.content) yield* think.push(delta.content);
-      for (const call of delta?.tool_calls ?? []) {
-        const index = call.index ?? 0;
+      const content = textOf(delta?.content);
+      if (content) yield* think.push(content);
+      for (const { index, call } of toolCallsOf(delta)) {
         // The contract promises every call a non-empty id, and a caller needs one to answer it;
         // some upstreams send none. Only a call's first delta carries it.
         const first = !idsSent.has(index);
@@ -204,12 +234,13 @@ async function* readStream(body: ResponseBody): AsyncGenerator<GenerationEvent> 
         yield {
           type: 'tool_call',
           index,
-          ...(first ? { id: call.id || mintToolCallId() } : {}),
-          ...(call.function?.name ? { name: call.function.name } : {}),
-          arguments: call.function?.arguments ?? '',
+          ...(first ? { id: textOf(call.id) || mintToolCallId() } : {}),
+          ...(textOf(call.function?.name) ? { name: textOf(call.function?.name) } : {}),
+          arguments: argumentsOf(call.function?.arguments),
         };
       }
-      if (choice?.finish_reason) finishReason = toFinishReason(choice.finish_reason);
+      const finish = textOf(choice?.finish_reason);
+      if (finish) finishReason = toFinishReason(finish);
     }
   }
   // Neither a finish_reason nor [DONE]: the stream was cut, and what came is not the whole answer.
@@ -229,24 +260,24 @@ function toFinishReason(value: string): FinishReason {
 
 /**
  * Maps the upstream's refusal: its capacity problems are ours (503), a request it rejects is the
- * caller's (400, its message kept), and anything else is a fault on our side (500).
+ * caller's (400, its message quoted; see upstreamRejection), and anything else is a fault on our
+ * side (500). Nothing of the upstream's own code or type reaches the caller.
  */
 function upstreamFailure(status: number, retryAfterHeader: string | string[] | undefined, text: string): ServiceError {
-  let detail = text.slice(0, 500);
-  let code: string | undefined;
-  try {
-    const parsed = JSON.parse(text) as UpstreamChunk;
-    detail = parsed.error?.message ?? detail;
-    code = parsed.error?.code ?? undefined;
-  } catch {
-    // not JSON: keep the text
-  }
   if (status === 429 || status === 502 || status === 503 || status === 504) {
-    const retryAfter = Number(retryAfterHeader) || 1;
+    // A whole number of seconds within a day; anything else (a date, garbage) is 1.
+    const seconds = Number(retryAfterHeader);
+    const retryAfter = Number.isInteger(seconds) && seconds >= 1 && seconds <= 86_400 ? seconds : 1;
     return serviceUnavailable(`The upstream model is overloaded (HTTP ${status}). Retry later.`, 'upstream_unavailable', retryAfter);
   }
   if (status === 400 || status === 413 || status === 422) {
-    return new ServiceError(400, 'invalid_request_error', code ?? 'upstream_rejected', `The upstream model rejected the request: ${detail}`);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON: its text is quoted
+    }
+    return upstreamRejection(errorFieldsOf(parsed), text);
   }
   return new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed with HTTP ${status}.`);
 }

@@ -1,17 +1,28 @@
 import type { ErrorEnvelope, ErrorType } from '../contract/wire-types.ts';
 
-/** A failure that leaves the service in the spec's error envelope. */
+/**
+ * A failure that leaves the service in the spec's error envelope. Its fields are strings by
+ * construction, whatever a caller of the constructor passed (a value read from an upstream, a
+ * library's error): the envelope, the request log and the metrics read them as strings.
+ */
 export class ServiceError extends Error {
+  readonly type: ErrorType;
+  readonly code: string;
+  readonly param: string | null;
+
   constructor(
     readonly status: number,
-    readonly type: ErrorType,
-    readonly code: string,
+    type: ErrorType,
+    code: string,
     message: string,
-    readonly param: string | null = null,
+    param: string | null = null,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message);
+    super(typeof message === 'string' ? message : JSON.stringify(message) ?? String(message));
     this.name = 'ServiceError';
+    this.type = (typeof type === 'string' ? type : 'internal_error') as ErrorType;
+    this.code = typeof code === 'string' ? code : code == null ? 'internal_error' : String(code);
+    this.param = param == null ? null : String(param);
   }
 
   toEnvelope(): ErrorEnvelope {

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
-import { outcomeOf } from './request-outcome.ts';
+import { recordError } from './request-outcome.ts';
 import { internalError, invalidRequest, notFound, ServiceError, storeUnavailable } from '../errors/service-error.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 
@@ -62,7 +62,7 @@ function fromValidationErrors(errors: { path?: string; message?: string }[]): Se
 }
 
 export function sendError(res: Response, error: ServiceError): void {
-  outcomeOf(res).error = { type: error.type, code: error.code };
+  recordError(res, error);
   res.set(error.headers).status(error.status).json(error.toEnvelope());
 }
 

@@ -22,15 +22,28 @@ export class Metrics {
   private readonly queueWaiting = new Gauge({ name: 'service_queue_waiting', help: 'Requests waiting for a generation slot', registers: [this.registry] });
   private readonly queueWait = this.histogram('service_queue_wait_seconds', 'How long a generation waited for its slot', []);
 
-  constructor() {
+  /** `log`: where a metric that could not be recorded is reported (never thrown: see middleware). */
+  constructor(private readonly log: Pick<Console, 'error'> = console) {
     collectDefaultMetrics({ register: this.registry });
   }
 
-  /** Observes each chat completion request when its response ends. */
+  /**
+   * Observes each chat completion request when its response ends. The observation runs in a
+   * 'close' listener, where a throw would be an uncaught exception and end the process: it reads
+   * the record defensively, and whatever still fails loses a metric, never the process.
+   */
   middleware(): RequestHandler {
     return (req, res, next) => {
       const outcome = outcomeOf(res);
-      if (req.method === 'POST' && req.path.endsWith('/chat/completions')) res.once('close', () => this.observe(res.statusCode, outcome));
+      if (req.method === 'POST' && req.path.endsWith('/chat/completions')) {
+        res.once('close', () => {
+          try {
+            this.observe(res.statusCode, outcome);
+          } catch (err) {
+            this.log.error(`[${String(res.getHeader('x-request-id'))}] a request's metrics were not recorded:`, err);
+          }
+        });
+      }
       next();
     };
   }
@@ -47,16 +60,19 @@ export class Metrics {
 
   private observe(status: number, outcome: RequestOutcome): void {
     const stream = String(outcome.stream === true);
-    this.requests.inc({ status: String(status), code: outcome.error?.code ?? '' });
+    // Labels as strings and amounts as finite non-negative numbers, whatever the record holds.
+    const code = outcome.error ? String(outcome.error.code) : '';
+    const type = outcome.error ? String(outcome.error.type) : '';
+    this.requests.inc({ status: String(status), code });
     this.latency.observe({ stream }, (performance.now() - outcome.startedAt) / 1000);
-    if (outcome.ttftMs !== undefined) this.ttft.observe({ stream }, outcome.ttftMs / 1000);
-    if (outcome.promptTokens) this.tokens.inc({ kind: 'prompt' }, outcome.promptTokens);
-    if (outcome.completionTokens) this.tokens.inc({ kind: 'completion' }, outcome.completionTokens);
-    if (outcome.cache) this.cache.inc({ result: outcome.cache });
-    for (const code of new Set(outcome.guardMatched ?? [])) this.guardBlocks.inc({ code });
-    if (outcome.error?.type === 'insufficient_quota') this.refusals.inc({ reason: 'credits' });
-    if (outcome.error?.type === 'rate_limit_error') this.refusals.inc({ reason: 'rate_limit' });
-    if (outcome.error?.code.startsWith('upstream_')) this.upstreamErrors.inc({ code: outcome.error.code });
+    if (isAmount(outcome.ttftMs)) this.ttft.observe({ stream }, outcome.ttftMs / 1000);
+    if (isAmount(outcome.promptTokens) && outcome.promptTokens > 0) this.tokens.inc({ kind: 'prompt' }, outcome.promptTokens);
+    if (isAmount(outcome.completionTokens) && outcome.completionTokens > 0) this.tokens.inc({ kind: 'completion' }, outcome.completionTokens);
+    if (outcome.cache) this.cache.inc({ result: String(outcome.cache) });
+    for (const matched of new Set(outcome.guardMatched ?? [])) this.guardBlocks.inc({ code: String(matched) });
+    if (type === 'insufficient_quota') this.refusals.inc({ reason: 'credits' });
+    if (type === 'rate_limit_error') this.refusals.inc({ reason: 'rate_limit' });
+    if (code.startsWith('upstream_')) this.upstreamErrors.inc({ code });
   }
 
   private counter<L extends string>(name: string, help: string, labelNames: L[]) {
@@ -67,3 +83,5 @@ export class Metrics {
     return new Histogram({ name, help, labelNames, buckets: SECONDS, registers: [this.registry] });
   }
 }
+
+const isAmount = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value) && value >= 0;

@@ -25,6 +25,15 @@ export interface RequestOutcome {
   zdr?: boolean;
 }
 
+/**
+ * Notes the error sent. Its type and code are copied as strings whatever they hold, so the
+ * listeners that read the record when the response closes (metrics, request log) cannot meet
+ * another shape (issue 21, finding 1: a numeric code crashed the process there).
+ */
+export function recordError(res: Response, error: { type: unknown; code: unknown }): void {
+  outcomeOf(res).error = { type: String(error.type), code: String(error.code) };
+}
+
 /** The request's outcome record, made on first use (by the first middleware, which stamps the start). */
 export function outcomeOf(res: Response): RequestOutcome {
   return (res.locals.outcome ??= { startedAt: performance.now() }) as RequestOutcome;

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { logFailure, toServiceError } from './errors.ts';
-import { outcomeOf } from './request-outcome.ts';
+import { recordError } from './request-outcome.ts';
 
 type Logger = Pick<Console, 'error'>;
 
@@ -50,7 +50,7 @@ export async function writeEventStream(
       const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
       const error = toServiceError(err, requestId);
       logFailure(log, req, error, err, ' mid-stream');
-      outcomeOf(res).error = { type: error.type, code: error.code };
+      recordError(res, error);
       send(JSON.stringify(error.toEnvelope()));
     }
   } finally {

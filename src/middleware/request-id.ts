@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { runAsRequest } from '../http/request-scope.ts';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
-/** Echoes a caller's well-formed `x-request-id`, or mints one; errors are logged under it. */
+/** Echoes a caller's well-formed `x-request-id`, or mints one; errors, and a process fault, are logged under it. */
 export function createRequestId(): RequestHandler {
   return function requestId(req, res, next) {
     const incoming = req.get('x-request-id');
-    res.set('x-request-id', incoming && SAFE_ID.test(incoming) ? incoming : randomUUID());
-    next();
+    const id = incoming && SAFE_ID.test(incoming) ? incoming : randomUUID();
+    res.set('x-request-id', id);
+    // Everything after this, and what it schedules, runs as this request's work.
+    runAsRequest(id, next);
   };
 }

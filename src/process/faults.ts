@@ -1,0 +1,48 @@
+import { currentRequestId } from '../http/request-scope.ts';
+
+export type FaultKind = 'uncaughtException' | 'unhandledRejection';
+
+export interface FaultPolicy {
+  /** Writes the fault as one JSON line (pino's `fatal`). */
+  log: { fatal(fields: Record<string, unknown>, message: string): void };
+  /** Stops taking requests, lets those in flight end (SHUTDOWN_GRACE_MS), closes; main.ts's shutdown. */
+  drain(reason: string): Promise<void>;
+  exit(code: number): void;
+  /** The latest exit, should draining itself hang. */
+  deadlineMs: number;
+}
+
+/** The exit code of a process that ended on a fault; a supervisor restarts it. */
+export const FAULT_EXIT_CODE = 1;
+
+/**
+ * The process-level policy for an exception nothing caught and a rejected promise nothing
+ * handled. Either means some state is no longer what the code believes (a half-run listener, a
+ * request that will never end), so the process does not go on serving: it logs the fault as
+ * JSON with the request it came from when that is known, drains — no new request, those in
+ * flight end with their answer, their error frame or a 503 — and exits 1 for its supervisor
+ * (systemd, Kubernetes, Docker's restart policy) to start a clean one. A second fault while
+ * draining is logged too; the drain is not started again. See README, "Process faults".
+ */
+export function createFaultHandler(policy: FaultPolicy): (kind: FaultKind, error: unknown) => void {
+  let draining = false;
+  return (kind, error) => {
+    const requestId = currentRequestId();
+    policy.log.fatal({ kind, err: error, ...(requestId ? { requestId } : {}) },
+      `${kind}${requestId ? ` in request ${requestId}` : ''}: draining, then exiting with ${FAULT_EXIT_CODE} for the supervisor to restart the service`);
+    if (draining) return;
+    draining = true;
+    process.exitCode = FAULT_EXIT_CODE; // however the process ends from here on
+    const deadline = setTimeout(() => policy.exit(FAULT_EXIT_CODE), policy.deadlineMs);
+    policy.drain(kind).catch(() => {}).finally(() => {
+      clearTimeout(deadline);
+      policy.exit(FAULT_EXIT_CODE);
+    });
+  };
+}
+
+/** Installs `handle` for both kinds of fault on this process. */
+export function installFaultHandler(handle: (kind: FaultKind, error: unknown) => void): void {
+  process.on('uncaughtException', (error) => handle('uncaughtException', error));
+  process.on('unhandledRejection', (reason) => handle('unhandledRejection', reason));
+}

@@ -1,0 +1,13 @@
+// The service with a fault to inject, for src/process/faults.test.ts: on SIGUSR2 it throws an
+// exception nothing catches, as the work of request `fault-hook` (`FAULT=rejection`: a promise
+// nothing handles), so the test watches the process-level fault policy in the real process. One
+// entry importing both (not `--import`), so that both share one instance of request-scope.ts.
+import { runAsRequest } from '../http/request-scope.ts';
+import '../main.ts';
+
+process.on('SIGUSR2', () => {
+  runAsRequest('fault-hook', () => setImmediate(() => {
+    if (process.env.FAULT === 'rejection') void Promise.reject(new Error('injected rejection'));
+    else throw new Error('injected fault');
+  }));
+});
