@@ -111,6 +111,7 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
     ...(engine.readsImages ? { readsImages: true } : {}),
     ...(engine.close ? { close: () => engine.close!() } : {}),
     ...(engine.countTokens ? { countTokens: (text: string) => engine.countTokens!(text) } : {}),
+    ...(engine.generatedTokens ? { generatedTokens: () => engine.generatedTokens!() } : {}),
     async *generate(request) {
       await acquire(request.signal);
       const startedAt = now();
