@@ -99,6 +99,7 @@ export function createApp(deps: AppDeps): Express {
       newCompletionId: deps.newCompletionId ?? newCompletionId,
       log,
       engineKind: deps.engine.kind ?? 'engine',
+      ...(deps.metrics ? { openRequests: deps.metrics.openRequests } : {}),
     }),
   );
   app.get(`${BASE_PATH}/models`, createListModelsHandler());

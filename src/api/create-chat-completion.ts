@@ -1,7 +1,7 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { toChunks } from '../chat/chunks.ts';
 import { toCompletionResponse } from '../chat/completion-response.ts';
-import type { Next } from '../chat/pipeline.ts';
+import type { Completion, Next } from '../chat/pipeline.ts';
 import type { Logger } from '../chat/request-context.ts';
 import { foldEvents } from '../engines/fold-events.ts';
 import { Drain, untilShutdown } from '../http/drain.ts';
@@ -20,6 +20,8 @@ export interface ChatCompletionDeps {
   log: Logger;
   /** The engine's short name, for the request log and metrics. */
   engineKind: string;
+  /** Hears each request start and wholly end (the metrics' `service_requests_open`). */
+  openRequests?: { opened(): void; closed(): void };
 }
 
 /**
@@ -29,6 +31,20 @@ export interface ChatCompletionDeps {
  */
 export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHandler {
   return async function createChatCompletion(req, res) {
+    deps.openRequests?.opened();
+    const made: { completion?: Completion } = {};
+    try {
+      await answer(req, res, made);
+    } finally {
+      // Whatever happened on the way, the answer's events are closed: an event stream never read
+      // (or never started) still settles its reservation and releases what it holds.
+      await made.completion?.events[Symbol.asyncIterator]().return?.().catch(() => {});
+      deps.openRequests?.closed();
+    }
+  };
+
+  /** Makes the completion (kept in `made`) and writes it, as JSON or as a stream. */
+  async function answer(req: Request, res: Response, made: { completion?: Completion }): Promise<void> {
     const ctx = createRequestContext(req, res, deps);
     const { body } = ctx;
     const outcome = outcomeOf(res);
@@ -37,7 +53,7 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
     res.on('close', flight.done);
     const meta = { id: deps.newCompletionId(), created: Math.floor(Date.now() / 1000), model: body.model };
     try {
-      const completion = await deps.complete(ctx);
+      const completion = (made.completion = await deps.complete(ctx));
       const { precontext, cached, headers } = completion;
       recordCompletion(outcome, ctx, completion, deps.engineKind);
       const events = observeEvents(untilShutdown(completion.events, flight.signal), outcome, ctx, completion);
@@ -56,5 +72,5 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
       if (ctx.signal.aborted) return; // the client left: nobody to answer, nothing to log
       throw err;
     }
-  };
+  }
 }

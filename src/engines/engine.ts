@@ -72,4 +72,6 @@ export interface Engine {
   readonly readsImages?: boolean;
   /** Tokens in `text` by the model's own tokenizer, where the engine has one at hand. */
   countTokens?(text: string): number;
+  /** Tokens this engine has generated since it started, billed or not (the local engine counts them). */
+  generatedTokens?(): number;
 }

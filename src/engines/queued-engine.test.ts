@@ -72,6 +72,37 @@ describe('withQueue', () => {
     assert.deepEqual(gated.started, ['a', 'c']);
   });
 
+  // Issue 21, finding 3: a signal already aborted when the request reached the queue never fired
+  // its listener, and the turn was dropped without an answer, so the request waited for ever.
+  it('refuses at once, with the abort reason, a request whose client left before it reached the queue', async () => {
+    const gated = gatedEngine();
+    const lengths: number[] = [];
+    const queued = withQueue(gated.engine, { concurrency: 1, maxWaiting: 5, observer: { waiting: (n) => lengths.push(n), waited: () => {} } });
+    const first = ask(queued, 'a');
+    const left = new AbortController();
+    left.abort(new Error('client left before its turn'));
+    const abandoned = ask(queued, 'b', left.signal);
+    const third = ask(queued, 'c');
+    await assert.rejects(abandoned, /client left before its turn/);
+    await gated.release('a');
+    await gated.release('c');
+    await Promise.all([first, third]);
+    assert.deepEqual(gated.started, ['a', 'c']);
+    assert.equal(lengths.at(-1), 0, 'nobody is left waiting');
+  });
+
+  it('never starts a generation for a client that left, even when a slot is free', async () => {
+    const gated = gatedEngine();
+    const queued = withQueue(gated.engine, { concurrency: 1, maxWaiting: 5 });
+    const left = new AbortController();
+    left.abort(new Error('gone'));
+    await assert.rejects(ask(queued, 'a', left.signal), /gone/);
+    const next = ask(queued, 'b');
+    await gated.release('b');
+    await next;
+    assert.deepEqual(gated.started, ['b'], 'the slot was not lost either');
+  });
+
   it('tells its observer (the metrics) the queue\'s length as it changes, and each wait for a slot', async () => {
     const gated = gatedEngine();
     let clock = 0;

@@ -17,6 +17,13 @@ export interface QueueObserver {
   waited(ms: number): void;
 }
 
+/** A request waiting for a slot: it either starts, or leaves (refused with its signal's reason). */
+interface Turn {
+  signal: AbortSignal;
+  start(): void;
+  leave(): void;
+}
+
 /** The newest generation's share of the moving average of how long a generation holds a slot. */
 const RECENT_WEIGHT = 0.3;
 const RETRY_AFTER_MAX_SECONDS = 600;
@@ -30,14 +37,18 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
   const now = options.now ?? (() => performance.now());
   const observer = options.observer;
   let running = 0;
-  const waiting: { start: () => void; signal: AbortSignal }[] = [];
+  const waiting: Turn[] = [];
   let recentHoldMs: number | undefined;
 
   const next = () => {
     while (running < options.concurrency && waiting.length > 0) {
       const turn = waiting.shift()!;
       observer?.waiting(waiting.length);
-      if (turn.signal.aborted) continue;
+      // A turn is always answered: one whose client left is refused, never dropped unanswered.
+      if (turn.signal.aborted) {
+        turn.leave();
+        continue;
+      }
       running++;
       turn.start();
     }
@@ -56,6 +67,9 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
 
   const acquire = (signal: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
+      // Checked first: an aborted signal never fires 'abort' again, so a listener added now would
+      // never run, and a client that left needs no slot.
+      if (signal.aborted) return reject(signal.reason);
       if (running < options.concurrency && waiting.length === 0) {
         running++;
         observer?.waited(0);
@@ -68,15 +82,27 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
           'queue_full', seconds));
       }
       const queuedAt = now();
-      const turn = { start: () => (observer?.waited(now() - queuedAt), resolve()), signal };
-      waiting.push(turn);
-      observer?.waiting(waiting.length);
-      signal.addEventListener('abort', () => {
+      const onAbort = () => {
         const at = waiting.indexOf(turn);
         if (at >= 0) waiting.splice(at, 1);
         observer?.waiting(waiting.length);
-        reject(signal.reason);
-      }, { once: true });
+        turn.leave();
+      };
+      const turn: Turn = {
+        signal,
+        start: () => {
+          signal.removeEventListener('abort', onAbort);
+          observer?.waited(now() - queuedAt);
+          resolve();
+        },
+        leave: () => {
+          signal.removeEventListener('abort', onAbort);
+          reject(signal.reason);
+        },
+      };
+      waiting.push(turn);
+      observer?.waiting(waiting.length);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
 
   return {
@@ -85,6 +111,7 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
     ...(engine.readsImages ? { readsImages: true } : {}),
     ...(engine.close ? { close: () => engine.close!() } : {}),
     ...(engine.countTokens ? { countTokens: (text: string) => engine.countTokens!(text) } : {}),
+    ...(engine.generatedTokens ? { generatedTokens: () => engine.generatedTokens!() } : {}),
     async *generate(request) {
       await acquire(request.signal);
       const startedAt = now();

@@ -21,6 +21,11 @@ export class Metrics {
   private readonly upstreamErrors = this.counter('service_upstream_errors_total', 'Errors from the upstream model, by code', ['code']);
   private readonly queueWaiting = new Gauge({ name: 'service_queue_waiting', help: 'Requests waiting for a generation slot', registers: [this.registry] });
   private readonly queueWait = this.histogram('service_queue_wait_seconds', 'How long a generation waited for its slot', []);
+  private readonly open = new Gauge({
+    name: 'service_requests_open',
+    help: 'Chat completion requests not yet ended: from arrival until the answer is written and the credits settled (0 when idle; more is a request that never ended)',
+    registers: [this.registry],
+  });
 
   /** `log`: where a metric that could not be recorded is reported (never thrown: see middleware). */
   constructor(private readonly log: Pick<Console, 'error'> = console) {
@@ -52,6 +57,12 @@ export class Metrics {
   readonly queue = {
     waiting: (count: number) => this.queueWaiting.set(count),
     waited: (ms: number) => this.queueWait.observe({}, ms / 1000),
+  };
+
+  /** The chat completion handler reports here when a request starts and when it has wholly ended. */
+  readonly openRequests = {
+    opened: () => this.open.inc(),
+    closed: () => this.open.dec(),
   };
 
   async text(): Promise<string> {

@@ -4,6 +4,12 @@ import { createScriptedEngine, echoScript } from '../../engines/scripted-engine.
 import { countingEngine } from '../../testing/counting-engine.ts';
 import { hello, postCompletion, startTestServer } from '../../testing/test-server.ts';
 import { duration } from './quota.ts';
+import { withQueue } from '../../engines/queued-engine.ts';
+import { TEXT_CODES } from '../../guard/codes.ts';
+import { Guard, type TextScorer } from '../../guard/guard.ts';
+import { Drain } from '../../http/drain.ts';
+import { Metrics } from '../../http/metrics.ts';
+import { gate, heldEngine, openRequests, until } from '../../testing/gates.ts';
 
 // One credit per completion token, prompts free: a request's cost is its answer's length in words.
 const prices = { prompt: 0, completion: 1000 };
@@ -61,6 +67,80 @@ describe('credits', () => {
       assert.equal(statuses.filter((s) => s === 200).length, 10);
       assert.equal(statuses.filter((s) => s === 402).length, 190);
       assert.equal(await server.store.credits(record.id), 0);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+// Issue 21, finding 3: a request whose caller left before it reached the generation queue never
+// ended, and its reservation stayed held; so did one whose events were closed before they started.
+describe('settlement on every path', { timeout: 120_000 }, () => {
+  /** A guard whose input check waits at `checking` (a slow stage before generation), and passes. */
+  const slowGuard = (checking: ReturnType<typeof gate>): Guard => new Guard({
+    thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
+    score: async (texts) => {
+      await checking.passed();
+      return texts.map(() => [{ harmful: 0.01, codes: Object.fromEntries(TEXT_CODES.map((c) => [c, 0.01])) as never }]);
+    },
+  } satisfies TextScorer);
+  const guarded = (content: string) => ({ ...hello, max_tokens: 5, messages: [{ role: 'system', content: '<guard>S1</guard>' }, { role: 'user', content }] });
+
+  it('settles the reservation of a caller who left before its turn for the busy slot, and the slot serves on', async () => {
+    const slot = gate();
+    const checking = gate();
+    const metrics = new Metrics();
+    let queued = 0;
+    const engine = withQueue(heldEngine(createScriptedEngine(echoScript), slot), {
+      concurrency: 1, maxWaiting: 5, observer: { waiting: (n) => void (queued = n), waited: () => {} },
+    });
+    const server = await startTestServer({ engine, guard: slowGuard(checking), metrics, quota: { prices, defaults: { rpm: null, tpm: null } } });
+    try {
+      const { key, record } = await server.keys.create('leaver', { credits: 100 });
+      const auth = { Authorization: `Bearer ${key}`, 'x-service-bypass-cache': 'true' };
+      const busy = postCompletion(server.baseUrl, ask('a b c', { max_tokens: 5 }), auth);
+      await until(() => slot.arrived() === 1);
+      const leaving = new AbortController();
+      const left = fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', signal: leaving.signal, body: JSON.stringify(guarded('d e f g')),
+        headers: { ...auth, 'Content-Type': 'application/json' },
+      }).catch(() => 'left');
+      await until(() => checking.arrived() === 1);
+      leaving.abort();
+      assert.equal(await left, 'left');
+      checking.open(); // the guard passes; the request goes on to the queue with its caller gone
+      // It waits in the queue (as it did, for ever) or has ended; either way, only then the slot frees.
+      await until(async () => queued === 1 || (await openRequests(metrics)) === 1);
+      slot.open();
+      assert.equal((await busy).status, 200);
+      await until(async () => (await openRequests(metrics)) === 0);
+      assert.equal(await server.store.credits(record.id), 97, '3 for the answer; the leaver\'s 5 given back');
+      assert.equal((await postCompletion(server.baseUrl, ask('h i', { max_tokens: 5 }), auth)).status, 200);
+      assert.equal(await server.store.credits(record.id), 95);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('settles the reservation of a request whose answer is closed by a shutdown before it started', async () => {
+    const checking = gate();
+    const metrics = new Metrics();
+    const drain = new Drain();
+    const server = await startTestServer({ guard: slowGuard(checking), metrics, drain, quota: { prices, defaults: { rpm: null, tpm: null } } });
+    try {
+      const { key, record } = await server.keys.create('late', { credits: 100 });
+      const pending = postCompletion(server.baseUrl, guarded('d e f g'), { Authorization: `Bearer ${key}` });
+      await until(() => checking.arrived() === 1);
+      const draining = drain.drain(0); // the grace period is over: the request's answer will be ended
+      await until(async () => (await openRequests(metrics)) === 1 && drain.size === 1);
+      await new Promise((r) => setTimeout(r, 10));
+      checking.open();
+      const res = await pending;
+      const body = (await res.json()) as { error: { code: string } };
+      assert.deepEqual([res.status, body.error.code], [503, 'shutting_down']);
+      await draining;
+      await until(async () => (await openRequests(metrics)) === 0);
+      assert.equal(await server.store.credits(record.id), 100, 'nothing generated, nothing charged');
     } finally {
       await server.close();
     }

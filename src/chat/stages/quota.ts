@@ -73,21 +73,52 @@ export function quota(store: Store, options: QuotaOptions): Stage {
   };
 }
 
-/** Passes the events on, settling at `done` (before passing it on) or, if it never comes, at the end. */
-async function* settled(events: AsyncIterable<GenerationEvent>, onDone: (usage: TokenUsage) => Promise<void>,
-  onCut: () => Promise<void>): AsyncGenerator<GenerationEvent> {
-  let done = false;
-  try {
-    for await (const event of events) {
-      if (event.type === 'done') {
-        done = true;
-        await onDone(event.usage);
+/**
+ * Passes the events on, settling at `done` (before passing it on) or, if it never comes, when the
+ * events end, fail or are closed, whichever is first, and only once. A plain iterator, not a
+ * generator: a generator closed before its first read never runs its `finally`, and its
+ * reservation would stay held (a shutdown, or a caller gone, can close the answer that early).
+ */
+function settled(events: AsyncIterable<GenerationEvent>, onDone: (usage: TokenUsage) => Promise<void>,
+  onCut: () => Promise<void>): AsyncIterableIterator<GenerationEvent> {
+  let source: AsyncIterator<GenerationEvent> | undefined;
+  let ended = false;
+  let settlement: Promise<void> | undefined;
+  const settle = (how: () => Promise<void>) => (settlement ??= how());
+  const finished = { done: true, value: undefined } as const;
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      if (ended) return finished;
+      source ??= events[Symbol.asyncIterator]();
+      let result: IteratorResult<GenerationEvent>;
+      try {
+        result = await source.next();
+      } catch (err) {
+        ended = true;
+        await settle(onCut);
+        throw err;
       }
-      yield event;
-    }
-  } finally {
-    if (!done) await onCut();
-  }
+      if (result.done) {
+        ended = true;
+        await settle(onCut); // nothing to do when `done` came: settled once
+        return finished;
+      }
+      if (result.value.type === 'done') await settle(() => onDone((result.value as { usage: TokenUsage }).usage));
+      return result;
+    },
+    async return() {
+      ended = true;
+      try {
+        await source?.return?.();
+      } finally {
+        await settle(onCut);
+      }
+      return finished;
+    },
+  };
 }
 
 function estimatePromptTokens(request: GenerationRequest, countTokens?: (text: string) => number): number {

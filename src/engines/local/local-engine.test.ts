@@ -6,6 +6,8 @@ import { createEngine } from '../create-engine.ts';
 import type { Engine } from '../engine.ts';
 import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
 import { countingEngine } from '../../testing/counting-engine.ts';
+import { normalizeRequest } from '../../chat/normalize-request.ts';
+import { foldEvents } from '../fold-events.ts';
 
 const MAX_TOKENS = 600;
 /** DEFAULT_MAX_TOKENS for this file: every other test here sets max_tokens. */
@@ -69,6 +71,25 @@ describe('the local engine when the client leaves', { timeout: 300_000 }, () => 
       assert.equal(next.status, 200);
     });
   }
+});
+
+// Issue 21, finding 4: an answer closed by the service (the output guard stopping a stream, an
+// output check that throws) reached the engine as return(), not as the caller's abort: the
+// sequence went back while llama.cpp went on generating on it up to max_tokens.
+describe('the local engine when its answer is closed', { timeout: 300_000 }, () => {
+  const story = (maxTokens: number) => normalizeRequest({ ...hello, stream: true, max_tokens: maxTokens, temperature: 0.8, seed: 7,
+    messages: [{ role: 'user', content: 'Write a very long story about a dragon who learns to sail.' }] } as never, new AbortController().signal);
+
+  it('stops generating before return() resolves, and only then hands the slot on', async () => {
+    const events = engine.generate(story(MAX_TOKENS))[Symbol.asyncIterator]();
+    for (let content = 0; content < 3;) if ((await events.next()).value?.type === 'content') content++;
+    await events.return?.();
+    const atReturn = engine.generatedTokens!();
+    // The next generation on the one slot: everything counted from here on is its own.
+    const next = await foldEvents(engine.generate(story(8)));
+    assert.equal(engine.generatedTokens!() - atReturn, next.usage.completionTokens,
+      'tokens generated after return() beyond the next answer\'s own');
+  });
 });
 
 // The embedded model under a tight max_tokens: what is billed never passes what was allowed.

@@ -40,6 +40,9 @@ interface PassResult {
   usage: TokenUsage;
 }
 
+/** One generation pass on this generation's sequence, under its stop signal. */
+type Pass = (history: ChatHistoryItem[], options: PassOptions, onText: (text: string) => void) => Promise<PassResult>;
+
 interface PassOptions {
   maxTokens: number;
   grammar?: LlamaGrammar;
@@ -64,6 +67,8 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
   const jsonGrammar = await llama.getGrammarFor('json');
   // Resolved once: resolving it anew for every LlamaChat cost about half a second per request.
   const chatWrapper = resolveChatWrapper(model);
+  /** Every token generated, billed or not: what a stopped generation really cost. */
+  let generated = 0;
 
   /** One generation on one sequence, its text streamed to `onText`. */
   async function runPass(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
@@ -88,7 +93,10 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         signal: request.signal,
         stopOnAbortSignal: true,
         onTextChunk: onText,
-        onToken: (tokens) => void (completionTokens += tokens.length),
+        onToken: (tokens) => {
+          completionTokens += tokens.length;
+          generated += tokens.length;
+        },
       });
       // Stopped because the client left: not an answer that ended, so it must not end like one.
       if (result.metadata.stopReason === 'abort' || request.signal.aborted) throw request.signal.reason ?? new Error('aborted');
@@ -102,11 +110,11 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
   const promptTokens = (history: ChatHistoryItem[]) =>
     chatWrapper.generateContextState({ chatHistory: history }).contextText.tokenize(model.tokenizer).length;
 
-  /** Runs a pass and yields its text as events of the given shape; returns the pass's result. */
-  async function* streamPass(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
-    pass: PassOptions, toEvent: (text: string) => GenerationEvent): AsyncGenerator<GenerationEvent, PassResult> {
+  /** Runs a pass (`run`) and yields its text as events of the given shape; returns the pass's result. */
+  async function* streamPass(run: (onText: (text: string) => void) => Promise<PassResult>,
+    toEvent: (text: string) => GenerationEvent): AsyncGenerator<GenerationEvent, PassResult> {
     const queue = new AsyncQueue<string>();
-    const done = runPass(sequence, history, request, pass, (text) => queue.push(text));
+    const done = run((text) => queue.push(text));
     done.then(() => queue.end(), (err) => queue.fail(err));
     for await (const text of queue) yield toEvent(text);
     return await done;
@@ -137,7 +145,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
   }
 
   /** Which tool to call, if any: a short answer constrained to the tool names. */
-  async function chooseTool(sequence: LlamaContextSequence, history: ChatHistoryItem[], request: GenerationRequest,
+  async function chooseTool(pass: Pass, history: ChatHistoryItem[], request: GenerationRequest,
     usage: TokenUsage, maxTokens: number): Promise<EngineTool | undefined> {
     const { tools, toolChoice } = request;
     if (tools.length === 0 || toolChoice === 'none') return undefined;
@@ -149,8 +157,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         ? 'Name the tool to call now, as JSON {"tool": NAME}.'
         : 'If one of them is needed to answer the last message, name it; otherwise say "none". Reply as JSON {"tool": NAME}.');
     const grammar = await grammarFor({ type: 'object', properties: { tool: { enum: choices } }, required: ['tool'] });
-    const decision = await runPass(sequence, withInstruction(history, instruction), request,
-      { maxTokens: Math.min(DECISION_MAX_TOKENS, maxTokens), grammar }, () => {});
+    const decision = await pass(withInstruction(history, instruction), { maxTokens: Math.min(DECISION_MAX_TOKENS, maxTokens), grammar }, () => {});
     add(usage, decision.usage);
     const chosen = parseToolName(decision.text);
     return tools.find((t) => t.name === chosen) ?? (toolChoice === 'required' ? tools[0] : undefined);
@@ -160,6 +167,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
     kind: 'local',
     description: `local model ${options.modelPath} (node-llama-cpp, CPU, context ${options.contextSize}, ${options.parallel} parallel)`,
     countTokens: (text) => model.tokenize(text).length,
+    generatedTokens: () => generated,
     close: async () => {
       await context.dispose();
       await model.dispose();
@@ -168,6 +176,17 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
     async *generate(request) {
       const sequence = free.pop();
       if (!sequence) throw new Error('no free sequence: the queue must limit concurrency to `parallel`');
+      // This generation's own stop, linked to the caller's: an answer closed by the service (the
+      // output guard, a failed check: return() or throw() here) stops llama.cpp as a caller's
+      // leaving does, and the sequence goes back only once its last pass has ended.
+      const stop = new AbortController();
+      const passRequest = { ...request, signal: AbortSignal.any([request.signal, stop.signal]) };
+      let running: Promise<unknown> = Promise.resolve();
+      const pass: Pass = (history, options, onText) => {
+        const done = runPass(sequence, history, passRequest, options, onText);
+        running = done.catch(() => {});
+        return done;
+      };
       try {
         const usage: TokenUsage = { promptTokens: 0, completionTokens: 0 };
         let history = toChatHistory(request.messages);
@@ -182,7 +201,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
         if (request.reasoningEffort && thinkingTokens >= 1) {
           const thinking = withInstruction(history,
             'Think step by step about how to answer this. Write only your reasoning; do not give the final answer yet.');
-          const trace = yield* streamPass(sequence, thinking, request, { maxTokens: thinkingTokens }, (text) => ({ type: 'reasoning', text }));
+          const trace = yield* streamPass((onText) => pass(thinking, { maxTokens: thinkingTokens }, onText), (text) => ({ type: 'reasoning', text }));
           add(usage, trace.usage);
           history = withInstruction(history, `Your reasoning so far:\n${trace.text.trim()}\n\nNow give only the final answer.`);
         }
@@ -191,7 +210,7 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
           yield cut;
           return;
         }
-        const tool = await chooseTool(sequence, history, request, usage, room());
+        const tool = await chooseTool(pass, history, request, usage, room());
         if (tool && room() <= 0) {
           yield cut;
           return;
@@ -200,8 +219,8 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
           const instruction = `Call the tool ${tool.name}. Reply with only its arguments as JSON that matches this schema: ${JSON.stringify(tool.parameters.schema)}`;
           const id = `call_${crypto.randomUUID().replaceAll('-', '').slice(0, 24)}`;
           yield { type: 'tool_call', index: 0, id, name: tool.name, arguments: '' };
-          const args = yield* streamPass(sequence, withInstruction(history, instruction), request,
-            { maxTokens: room(), grammar: await grammarFor(tool.parameters.schema) },
+          const grammar = await grammarFor(tool.parameters.schema);
+          const args = yield* streamPass((onText) => pass(withInstruction(history, instruction), { maxTokens: room(), grammar }, onText),
             (text) => ({ type: 'tool_call', index: 0, arguments: text }));
           add(usage, args.usage);
           yield { type: 'done', finishReason: args.finishReason === 'length' ? 'length' : 'tool_calls', usage };
@@ -213,12 +232,13 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
           return;
         }
         const grammar = request.output.kind === 'json' ? await grammarFor(request.output.schema.schema) : undefined;
-        const answer = yield* streamPass(sequence, history, request,
-          { maxTokens: room(), ...(grammar ? { grammar } : {}), stop: request.stop },
+        const answer = yield* streamPass((onText) => pass(history, { maxTokens: room(), ...(grammar ? { grammar } : {}), stop: request.stop }, onText),
           (text) => ({ type: 'content', text }));
         add(usage, answer.usage);
         yield { type: 'done', finishReason: answer.finishReason, usage };
       } finally {
+        stop.abort(new Error('the answer was closed'));
+        await running;
         free.push(sequence);
       }
     },
