@@ -21,7 +21,10 @@ async function start(): Promise<void> {
   logger.info('loading the engine');
   const engine = await createEngine(config, metrics.queue);
   const tasks = createTasks(config, engine);
-  const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: config.cache.maxEntries });
+  const store = createStore({
+    redisUrl: config.redisUrl, keysFile: config.keysFile,
+    cacheMaxEntries: config.cache.maxEntries, cacheMaxBytes: config.cache.maxBytes, cacheMaxEntryBytes: config.cache.maxEntryBytes,
+  });
   const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
   const drain = new Drain();
   const readiness = new Readiness({ store: () => store.ping() });
