@@ -12,11 +12,16 @@ import { Guard } from './guard/guard.ts';
 import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
 import { createStore } from './store/create-store.ts';
+import { removeStaleTempDirs } from './workers/temp-dirs.ts';
 import { attachmentLimitsOf, createTasks, workerLimitsOf } from './tasks/create-tasks.ts';
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
+  // A crashed run's temp directories hold callers' files: removed before anything else can fail.
+  const stale = await removeStaleTempDirs();
+  if (stale.removed.length > 0) logger.info({ removed: stale.removed }, `removed ${stale.removed.length} temp directories of an earlier run`);
+  if (stale.failed.length > 0) logger.warn({ failed: stale.failed }, 'stale temp directories that could not be removed');
   const metrics = new Metrics();
   logger.info('loading the engine');
   const engine = await createEngine(config, metrics.queue);
