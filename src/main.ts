@@ -32,7 +32,7 @@ async function start(): Promise<void> {
   });
   const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
   const drain = new Drain();
-  const readiness = new Readiness({ store: () => store.ping() });
+  const readiness = new Readiness({ store: () => store.ping() }, loggerOn(logger));
   // The classifiers load their models once, in their own processes, while the server starts.
   const guard = new Guard(
     new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs }),
