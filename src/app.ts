@@ -78,7 +78,7 @@ export function createApp(deps: AppDeps): Express {
   if (deps.corsOrigins?.length) {
     app.use(cors({ origin: deps.corsOrigins.includes('*') ? '*' : deps.corsOrigins, exposedHeaders: EXPOSED_HEADERS, maxAge: 600 }));
   }
-  app.use(operationalRoutes(deps.readiness ?? readyAtOnce(deps.store), deps.metricsElsewhere ? undefined : deps.metrics));
+  app.use(operationalRoutes(deps.readiness ?? readyAtOnce(deps.store, log), deps.metricsElsewhere ? undefined : deps.metrics));
   if (deps.docsFile) app.get('/docs', apiReference(deps.docsFile));
   app.use(createBearerAuth(deps.keys));
   app.use(createJsonBody(deps.bodyLimitBytes));
@@ -108,8 +108,8 @@ export function createApp(deps: AppDeps): Express {
   return app;
 }
 
-function readyAtOnce(store: Store): Readiness {
-  const readiness = new Readiness({ store: () => store.ping() });
+function readyAtOnce(store: Store, log: Logger): Readiness {
+  const readiness = new Readiness({ store: () => store.ping() }, log);
   readiness.started();
   return readiness;
 }

@@ -31,3 +31,11 @@ it('reads the operational settings: log level, metrics port, CORS origins', () =
   refused({ CORS_ORIGINS: 'https://app.example.com/path' }, /^CORS_ORIGINS must list origins/);
   refused({ ENGINE: 'upstream' }, /^ENGINE=upstream needs UPSTREAM_BASE_URL/);
 });
+
+it('bounds the cache in bytes, in all and per entry', () => {
+  assert.deepEqual([loadConfig({}).cache.maxBytes, loadConfig({}).cache.maxEntryBytes], [256 * 1024 * 1024, 16 * 1024 * 1024]);
+  const config = loadConfig({ CACHE_MAX_BYTES: '1000000', CACHE_MAX_ENTRY_BYTES: '4096' });
+  assert.deepEqual([config.cache.maxBytes, config.cache.maxEntryBytes], [1_000_000, 4096]);
+  assert.throws(() => loadConfig({ CACHE_MAX_ENTRY_BYTES: '0' }), (e: unknown) => e instanceof ConfigError && /^CACHE_MAX_ENTRY_BYTES/.test(e.message));
+  assert.throws(() => loadConfig({ CACHE_MAX_BYTES: '-1' }), (e: unknown) => e instanceof ConfigError && /^CACHE_MAX_BYTES/.test(e.message));
+});

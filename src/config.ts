@@ -18,6 +18,10 @@ export interface Config {
     ttlSeconds: number;
     /** Bound of the embedded cache (least recently used out first); Redis bounds itself. */
     maxEntries: number;
+    /** Bound of the embedded cache in bytes (key and value, UTF-8); Redis: its own maxmemory. */
+    maxBytes: number;
+    /** An entry of more bytes is never stored, on either backend. */
+    maxEntryBytes: number;
   };
   credits: {
     /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
@@ -132,6 +136,7 @@ const ENV = z.object({
   HOST: text(), PORT: integer(0, 65535), BODY_LIMIT_BYTES: integer(1, 2 ** 31),
   SERVICE_API_KEY: text(), KEYS_FILE: text(), REDIS_URL: text(),
   CACHE_SCOPE: oneOf(['key', 'global']), CACHE_TTL_SECONDS: integer(1, 31_536_000), CACHE_MAX_ENTRIES: integer(0, 10_000_000),
+  CACHE_MAX_BYTES: integer(0, 2 ** 48), CACHE_MAX_ENTRY_BYTES: integer(1, 512 * 1024 * 1024), // 512 MiB: Redis's largest string
   CREDITS_PER_1K_PROMPT_TOKENS: decimal(), CREDITS_PER_1K_COMPLETION_TOKENS: decimal(),
   DEFAULT_RPM: integer(1, 1_000_000_000), DEFAULT_TPM: integer(1, 1_000_000_000_000),
   NODE_ENV: text(), VALIDATE_RESPONSES: flag(),
@@ -172,7 +177,13 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
     apiKey: env.SERVICE_API_KEY,
     keysFile: env.KEYS_FILE ?? `${PROJECT_ROOT}data/keys.json`,
     redisUrl: env.REDIS_URL,
-    cache: { scope: env.CACHE_SCOPE ?? 'key', ttlSeconds: env.CACHE_TTL_SECONDS ?? 3600, maxEntries: env.CACHE_MAX_ENTRIES ?? 1000 },
+    cache: {
+      scope: env.CACHE_SCOPE ?? 'key',
+      ttlSeconds: env.CACHE_TTL_SECONDS ?? 3600,
+      maxEntries: env.CACHE_MAX_ENTRIES ?? 1000,
+      maxBytes: env.CACHE_MAX_BYTES ?? 256 * 1024 * 1024,
+      maxEntryBytes: env.CACHE_MAX_ENTRY_BYTES ?? 16 * 1024 * 1024,
+    },
     credits: { per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS ?? 1, per1kCompletionTokens: env.CREDITS_PER_1K_COMPLETION_TOKENS ?? 2 },
     defaultLimits: { rpm: env.DEFAULT_RPM ?? null, tpm: env.DEFAULT_TPM ?? null },
     validateResponses: env.VALIDATE_RESPONSES ?? env.NODE_ENV !== 'production',

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -47,4 +50,40 @@ describe('a configuration that cannot work stops the start with one clear line a
       assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
     });
   }
+});
+
+describe('at start, the temp directories of a crashed run are removed, and no live one (issue 21, finding 9)', { timeout: 120_000 }, () => {
+  it('removes those of a dead process or past the age bound, keeps those of a live one, a recent unnamed one, and others', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'main-tmp-'));
+    try {
+      const dead = await new Promise<number>((resolve) => {
+        const child = spawn(process.execPath, ['-e', '0']);
+        child.on('exit', () => resolve(child.pid!));
+      });
+      const made = (name: string, ageMs = 0) => {
+        const dir = join(tmp, name);
+        mkdirSync(dir);
+        writeFileSync(join(dir, 'input'), 'a caller\'s file');
+        const at = (Date.now() - ageMs) / 1000;
+        utimesSync(dir, at, at);
+        return name;
+      };
+      const DAY = 24 * 3600 * 1000;
+      const stale = [made(`service-video-${dead}-a1B2c3`), made(`stt-${dead}-a1B2c3`), made('stt-Zz9yX8', 2 * DAY), made(`service-video-${process.pid}-old123`, 2 * DAY)];
+      const kept = [made(`service-video-${process.pid}-a1B2c3`), made(`stt-${process.pid}-a1B2c3`), made('service-video-Zz9yX8'), made('video-a1B2c3', 2 * DAY), made(`other-${dead}-a1B2c3`)];
+      // A port in use ends the start early: the clean-up comes before anything that may fail.
+      const taken = createServer().listen(0, '127.0.0.1');
+      await new Promise((r) => taken.once('listening', r));
+      try {
+        const run = await start({ PORT: String((taken.address() as { port: number }).port), TMPDIR: tmp });
+        assert.notEqual(run.code, 0);
+      } finally {
+        taken.close();
+      }
+      const ours = readdirSync(tmp).filter((name) => [...stale, ...kept].includes(name)); // tsx has its own there too
+      assert.deepEqual(ours.sort(), [...kept].sort(), `stale: ${stale.join(', ')}`);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
 });

@@ -13,6 +13,7 @@ import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
 import { createStore } from './store/create-store.ts';
 import { createFaultHandler, installFaultHandler } from './process/faults.ts';
+import { removeStaleTempDirs } from './workers/temp-dirs.ts';
 import { attachmentLimitsOf, createTasks, workerLimitsOf } from './tasks/create-tasks.ts';
 
 async function start(): Promise<void> {
@@ -26,14 +27,21 @@ async function start(): Promise<void> {
     exit: (code) => (logger.flush(), process.exit(code)),
     deadlineMs: config.shutdownGraceMs + 5000,
   }));
+  // A crashed run's temp directories hold callers' files: removed before anything else can fail.
+  const stale = await removeStaleTempDirs();
+  if (stale.removed.length > 0) logger.info({ removed: stale.removed }, `removed ${stale.removed.length} temp directories of an earlier run`);
+  if (stale.failed.length > 0) logger.warn({ failed: stale.failed }, 'stale temp directories that could not be removed');
   const metrics = new Metrics(loggerOn(logger));
   logger.info('loading the engine');
   const engine = await createEngine(config, metrics.queue);
   const tasks = createTasks(config, engine);
-  const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: config.cache.maxEntries });
+  const store = createStore({
+    redisUrl: config.redisUrl, keysFile: config.keysFile,
+    cacheMaxEntries: config.cache.maxEntries, cacheMaxBytes: config.cache.maxBytes, cacheMaxEntryBytes: config.cache.maxEntryBytes,
+  });
   const keys = new ApiKeys(store, config.apiKey ? [config.apiKey] : []);
   const drain = new Drain();
-  const readiness = new Readiness({ store: () => store.ping() });
+  const readiness = new Readiness({ store: () => store.ping() }, loggerOn(logger));
   // The classifiers load their models once, in their own processes, while the server starts.
   const guard = new Guard(
     new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs }),

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RequestContext } from './request-context.ts';
 import type { ContentPart, Message } from '../contract/wire-types.ts';
+import type { ResolvedAttachment } from '../inputs/attachments.ts';
 
 export type CacheScope = 'key' | 'global';
 
@@ -13,10 +14,10 @@ export type CacheScope = 'key' | 'global';
  */
 export async function cacheKeyOf(ctx: RequestContext, scope: CacheScope): Promise<string> {
   const { body, generation } = ctx;
-  const digests = new Map((await ctx.attachments()).map((a) => [a.param, sha256(a.bytes)]));
+  const digests = sentDigests(await ctx.attachments());
   const messages = body.messages.map((m, i) => canonicalMessage(m, i, digests));
   const canonical = {
-    v: 1,
+    v: 2, // 2: attachments by what was sent (1 keyed a video by one of its frames or its sound track)
     scope: scope === 'key' ? ctx.caller.keyId : 'global',
     moa: !ctx.flags.bypassMoa,
     messages,
@@ -34,16 +35,30 @@ export async function cacheKeyOf(ctx: RequestContext, scope: CacheScope): Promis
   return sha256(Buffer.from(stableJson(canonical)));
 }
 
-function canonicalMessage(message: Message, i: number, digests: Map<string, string>): unknown {
+/**
+ * Each content part's digests of what was sent, in order. One part may be read as several
+ * attachments (a video: frames and sound track); all are counted, none stands for the others.
+ */
+function sentDigests(attachments: ResolvedAttachment[]): Map<string, string[]> {
+  const digests = new Map<string, string[]>();
+  for (const { param, sent } of attachments) {
+    const seen = digests.get(param) ?? [];
+    if (seen.at(-1) !== sent) seen.push(sent);
+    digests.set(param, seen);
+  }
+  return digests;
+}
+
+function canonicalMessage(message: Message, i: number, digests: Map<string, string[]>): unknown {
   const content = Array.isArray(message.content)
     ? message.content.map((part, j) => canonicalPart(part, digests.get(`messages[${i}].content[${j}]`)))
     : message.content;
   return { ...message, content };
 }
 
-function canonicalPart(part: ContentPart, digest: string | undefined): unknown {
+function canonicalPart(part: ContentPart, digests: string[] | undefined): unknown {
   if (part.type === 'text') return part;
-  return { type: part.type, sha256: digest, ...(part.type === 'file' ? { filename: part.file.filename } : {}) };
+  return { type: part.type, sha256: digests ?? [], ...(part.type === 'file' ? { filename: part.file.filename } : {}) };
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');

@@ -1,6 +1,6 @@
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { GenerationRequest } from '../engines/engine.ts';
-import type { Attachment } from '../inputs/attachments.ts';
+import type { ResolvedAttachment } from '../inputs/attachments.ts';
 import type { Caller } from '../keys/caller.ts';
 import type { Directives } from './directives.ts';
 
@@ -34,5 +34,5 @@ export interface RequestContext {
   readonly generation: GenerationRequest;
   readonly directives: Directives;
   /** The request's images and files, decoded or fetched and checked once, on first use. */
-  readonly attachments: () => Promise<Attachment[]>;
+  readonly attachments: () => Promise<ResolvedAttachment[]>;
 }

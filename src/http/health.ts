@@ -13,8 +13,11 @@ const PROBE_TIMEOUT_MS = 2000;
  */
 export class Readiness {
   private state: 'starting' | 'ready' | 'draining' = 'starting';
+  /** Each check's last cause of failure, so a cause is logged when it starts, not at every poll. */
+  private readonly causes = new Map<string, string>();
 
-  constructor(private readonly probes: Record<string, Probe> = {}) {}
+  /** `log` gets a failing check's cause, which `/readyz` (no key needed) never shows. */
+  constructor(private readonly probes: Record<string, Probe> = {}, private readonly log: Pick<Console, 'warn'> = console) {}
 
   started(): void {
     if (this.state === 'starting') this.state = 'ready';
@@ -24,10 +27,18 @@ export class Readiness {
     this.state = 'draining';
   }
 
-  async report(): Promise<{ ready: boolean; status: string; checks: Record<string, string> }> {
-    const checks: Record<string, string> = {};
+  /**
+   * Each check as `ok` or `failing`, nothing more: a cause names hosts, ports, users and files
+   * (Redis's URL, the keys file's path), so it goes to the log, once per new cause.
+   */
+  async report(): Promise<{ ready: boolean; status: string; checks: Record<string, 'ok' | 'failing'> }> {
+    const checks: Record<string, 'ok' | 'failing'> = {};
     await Promise.all(Object.entries(this.probes).map(async ([name, probe]) => {
-      checks[name] = await withTimeout(probe()).then(() => 'ok', (err: unknown) => `failing: ${err instanceof Error ? err.message : String(err)}`);
+      const cause = await withTimeout(probe()).then(() => undefined, (err: unknown) => (err instanceof Error ? err.message : String(err)));
+      checks[name] = cause === undefined ? 'ok' : 'failing';
+      if (cause !== undefined && this.causes.get(name) !== cause) this.log.warn(`readiness check ${name} failing: ${cause}`);
+      if (cause === undefined) this.causes.delete(name);
+      else this.causes.set(name, cause);
     }));
     const failing = Object.values(checks).some((c) => c !== 'ok');
     const status = this.state !== 'ready' ? this.state : failing ? 'unready' : 'ready';

@@ -7,6 +7,7 @@ import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts'
 import { TEXT_CODES } from '../guard/codes.ts';
 import { Guard, type TextScorer } from '../guard/guard.ts';
 import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from '../testing/test-server.ts';
+import { createRedisStore } from '../store/redis-store.ts';
 import { Readiness } from './health.ts';
 import { Metrics } from './metrics.ts';
 import { createLogger } from './request-log.ts';
@@ -139,11 +140,34 @@ describe('GET /healthz and /readyz', () => {
     readiness.started();
     assert.deepEqual(await get('/readyz'), { status: 200, body: { status: 'ready', checks: { store: 'ok' } } });
     healthy = false;
-    assert.deepEqual(await get('/readyz'), { status: 503, body: { status: 'unready', checks: { store: 'failing: store down' } } });
+    assert.deepEqual(await get('/readyz'), { status: 503, body: { status: 'unready', checks: { store: 'failing' } } });
     healthy = true;
     readiness.draining();
     assert.deepEqual(await get('/readyz'), { status: 503, body: { status: 'draining', checks: { store: 'ok' } } });
     assert.deepEqual(await get('/healthz'), { status: 200, body: { status: 'ok' } });
+  });
+});
+
+describe('GET /readyz needs no key, so it says nothing of the store but ok or failing (issue 21, finding 9)', () => {
+  const log = { warn: (...args: unknown[]) => void warned.push(args.join(' ')), error: () => {} };
+  const warned: string[] = [];
+  // Nothing listens on 8131 (this suite's own port range): the store cannot be reached.
+  const store = createRedisStore({ url: 'redis://opsuser:s3cret@127.0.0.1:8131/7', log });
+  const readiness = new Readiness({ store: () => store.ping() }, log);
+  readiness.started();
+  let server: TestServer;
+  before(async () => (server = await startTestServer({ readiness })));
+  after(async () => { await server.close(); await store.close(); });
+
+  it('answers 503 unready without the host, port, user or database, and logs the cause once', async () => {
+    for (let i = 0; i < 2; i++) {
+      const res = await fetch(`${base(server)}/readyz`);
+      const text = await res.text();
+      assert.equal(res.status, 503);
+      assert.deepEqual(JSON.parse(text), { status: 'unready', checks: { store: 'failing' } });
+      for (const secret of ['127.0.0.1', '8131', 'opsuser', 's3cret', 'redis', '/7']) assert.ok(!text.includes(secret), `${secret} in ${text}`);
+    }
+    assert.equal(warned.filter((w) => /readiness check store failing: .*127\.0\.0\.1:8131/.test(w)).length, 1, warned.join('\n'));
   });
 });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { extname } from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import sharp from 'sharp';
@@ -20,6 +21,19 @@ export interface Attachment {
   /** A picture sampled from a video: its number among the frames taken, and its time in seconds. */
   frame?: { number: number; seconds: number };
 }
+
+/** An attachment as read from a request: it also says what the caller sent for it. */
+export interface ResolvedAttachment extends Attachment {
+  /**
+   * SHA-256 (hex) of the bytes the caller sent in this content part, before any reading: every
+   * frame and the sound track of one video carry the video's. What is read from a file is lossy
+   * (a few frames of many), so the cache keys on this, never on `bytes`.
+   */
+  sent: string;
+}
+
+/** The digest `sent` holds. */
+export const sentDigest = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 export interface AttachmentLimits {
   inlineMaxBytes: number;
@@ -83,7 +97,7 @@ export function parseDataUrl(url: string, param: string, maxBytes: number): { mi
 }
 
 /** Every image and file part of the conversation, decoded or fetched, its type checked. */
-export async function resolveAttachments(messages: Message[], limits: AttachmentLimits): Promise<Attachment[]> {
+export async function resolveAttachments(messages: Message[], limits: AttachmentLimits): Promise<ResolvedAttachment[]> {
   const parts: { part: Exclude<ContentPart, { type: 'text' }>; param: string }[] = [];
   messages.forEach((m, i) => {
     if (!Array.isArray(m.content)) return;
@@ -94,7 +108,7 @@ export async function resolveAttachments(messages: Message[], limits: Attachment
   return (await Promise.all(parts.map(({ part, param }) => resolvePart(part, param, limits)))).flat();
 }
 
-async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: string, limits: AttachmentLimits): Promise<Attachment[]> {
+async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: string, limits: AttachmentLimits): Promise<ResolvedAttachment[]> {
   const source = part.type === 'image_url' ? part.image_url.url : part.file.file_data;
   const filename = part.type === 'file' ? part.file.filename : undefined;
   let declared: string | undefined;
@@ -113,7 +127,7 @@ async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: 
   if (part.type === 'image_url' && kind !== 'image') {
     throw invalidRequest(`${param}: image_url holds ${mime}, not an image`, 'invalid_content', param);
   }
-  const read = { mime, bytes, param, ...(filename ? { filename } : {}) };
+  const read = { mime, bytes, param, sent: sentDigest(bytes), ...(filename ? { filename } : {}) };
   if (kind === 'video') return readVideo(read, limits.video);
   if (kind === 'image') await checkDecodable(bytes, param, limits.imageMaxPixels);
   if (kind === 'document' && mime !== 'application/rtf') await checkZipLimits(bytes, param, extensionOf(mime), limits.documentMaxInflatedBytes);

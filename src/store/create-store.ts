@@ -9,14 +9,18 @@ export interface CreateStoreOptions {
   redisUrl?: string;
   /** The keys file of the embedded backend. */
   keysFile: string;
-  /** The embedded cache's bound (Redis bounds its own memory: maxmemory). */
+  /** The embedded cache's bound in entries (Redis bounds its own memory: maxmemory). */
   cacheMaxEntries: number;
+  /** `CACHE_MAX_BYTES`: the embedded cache's bound in bytes; unset: entries only. */
+  cacheMaxBytes?: number;
+  /** `CACHE_MAX_ENTRY_BYTES`: no entry of more bytes is stored, on either backend; unset: no such bound. */
+  cacheMaxEntryBytes?: number;
   keyPrefix?: string;
   log?: Pick<Console, 'warn'>;
 }
 
 export function createStore(options: CreateStoreOptions): Store {
-  const { redisUrl, keysFile, cacheMaxEntries, keyPrefix, log } = options;
-  if (redisUrl) return createRedisStore({ url: redisUrl, keyPrefix, log });
-  return createEmbeddedStore({ file: keysFile, cacheMaxEntries, log });
+  const { redisUrl, keysFile, cacheMaxEntries, cacheMaxBytes, cacheMaxEntryBytes, keyPrefix, log } = options;
+  if (redisUrl) return createRedisStore({ url: redisUrl, keyPrefix, log, cacheMaxEntryBytes });
+  return createEmbeddedStore({ file: keysFile, cacheMaxEntries, cacheMaxBytes, cacheMaxEntryBytes, log });
 }

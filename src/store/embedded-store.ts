@@ -16,8 +16,12 @@ type Reservation = Awaited<ReturnType<Store['reserveCredits']>>;
 export interface EmbeddedStoreOptions {
   /** The keys file (config.keysFile), the one the key store and the CLI use. */
   file: string;
-  /** The cache's bound; 0 caches nothing. */
+  /** The cache's bound in entries; 0 caches nothing. */
   cacheMaxEntries: number;
+  /** The cache's bound in bytes over all entries (`CACHE_MAX_BYTES`); unset: entries only. */
+  cacheMaxBytes?: number;
+  /** No entry of more bytes is stored (`CACHE_MAX_ENTRY_BYTES`); unset: no such bound. */
+  cacheMaxEntryBytes?: number;
   /** Where a keys file that cannot be read as keys, or a broken lock, is reported. */
   log?: Pick<Console, 'warn'>;
   /** The cache's clock (tests pass a fake one); rate limits take the caller's clock per call. */
@@ -26,10 +30,10 @@ export interface EmbeddedStoreOptions {
 }
 
 export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
-  const { file, cacheMaxEntries, log = console, now = Date.now } = options;
+  const { file, cacheMaxEntries, cacheMaxBytes, cacheMaxEntryBytes, log = console, now = Date.now } = options;
   const keys = new SharedKeysFile(file, log, options.lock);
   const counters = new RateCounters();
-  const cache = new TtlLruCache(cacheMaxEntries, now);
+  const cache = new TtlLruCache({ maxEntries: cacheMaxEntries, maxBytes: cacheMaxBytes, maxEntryBytes: cacheMaxEntryBytes }, now);
   const byId = (entries: readonly KeyEntry[], id: string) => entries.find((e) => e.id === id);
 
   return {

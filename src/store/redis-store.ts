@@ -18,6 +18,7 @@
 // the background, so calls succeed again once Redis is back.
 import { Redis, ReplyError } from 'ioredis';
 import { checkAmount, checkCredits, checkLimit, checkRate, checkRecord, checkTtl } from './arguments.ts';
+import { entryBytes } from './cache-bounds.ts';
 import { DuplicateKeyError, StoreUnavailableError } from './errors.ts';
 import { defineScripts } from './redis-scripts.ts';
 import type { KeyRecord, RateDecision, Store } from './store.ts';
@@ -29,6 +30,11 @@ export interface RedisStoreOptions {
   keyPrefix?: string;
   /** Where an outage is reported (once per outage, not once per failed call). */
   log?: Pick<Console, 'warn'>;
+  /**
+   * No cache entry of more bytes is stored (`CACHE_MAX_ENTRY_BYTES`); unset: no such bound. The
+   * total is Redis's own to bound: `maxmemory` with `volatile-lru` (cache entries are the only keys with a TTL).
+   */
+  cacheMaxEntryBytes?: number;
 }
 
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -41,7 +47,7 @@ const DOWN = new Set(['close', 'reconnecting', 'end']);
 const UNAVAILABLE_REPLY = /^(BUSY|LOADING|MASTERDOWN|TRYAGAIN|CLUSTERDOWN|NOREPLICAS)\b/;
 
 export function createRedisStore(options: RedisStoreOptions): Store {
-  const { url, keyPrefix = 'chat-service:', log = console } = options;
+  const { url, keyPrefix = 'chat-service:', log = console, cacheMaxEntryBytes = Infinity } = options;
   const where = redacted(url);
   const client = defineScripts(new Redis(url, {
     // Commands wait for the connection under way (so the first calls after start are not
@@ -172,6 +178,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
 
     cacheSet: (key, value, ttlSeconds) => call(async () => {
       checkTtl(ttlSeconds);
+      if (entryBytes(key, value) > cacheMaxEntryBytes) return;
       await client.set(k.cache(key), value, 'PX', Math.max(1, Math.round(ttlSeconds * 1000)));
     }),
 

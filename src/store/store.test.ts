@@ -54,6 +54,11 @@ const writeAt = (file: string, text: string, second: number) => {
   utimesSync(file, second, second);
 };
 
+/** The per-entry cache bound every harness's stores get (CACHE_MAX_ENTRY_BYTES). */
+const ENTRY_MAX = 1000;
+/** A value that makes the entry under `key` exactly `bytes` long (key and value as UTF-8). */
+const valueOfSize = (key: string, bytes: number) => 'é'.repeat(Math.floor((bytes - key.length) / 2)) + 'x'.repeat((bytes - key.length) % 2);
+
 interface Harness {
   store: Store;
   /** More instances over the same state, as other processes or servers would have. */
@@ -75,7 +80,7 @@ const embedded: Backend = {
   async open() {
     const file = newFile();
     let now = Date.now();
-    const make = () => createEmbeddedStore({ file, cacheMaxEntries: 100, log: quietLog().log, now: () => now });
+    const make = () => createEmbeddedStore({ file, cacheMaxEntries: 100, cacheMaxEntryBytes: ENTRY_MAX, log: quietLog().log, now: () => now });
     return {
       store: make(),
       more: (count) => Array.from({ length: count }, make),
@@ -96,7 +101,7 @@ const redis: Backend = {
     const keyPrefix = `store-test:${randomBytes(6).toString('hex')}:`;
     const opened: Store[] = [];
     const make = () => {
-      const store = createRedisStore({ url, keyPrefix, log: quietLog().log });
+      const store = createRedisStore({ url, keyPrefix, cacheMaxEntryBytes: ENTRY_MAX, log: quietLog().log });
       opened.push(store);
       return store;
     };
@@ -320,6 +325,18 @@ function contract(backend: Backend) {
       await h.advanceCacheClock(1_100);
       assert.equal(await store.cacheGet(key), undefined);
     });
+
+    it('stores an entry of CACHE_MAX_ENTRY_BYTES, never one above it (bytes as UTF-8, not characters)', async () => {
+      const at = `c:${randomBytes(4).toString('hex')}`;
+      const above = `c:${randomBytes(4).toString('hex')}`;
+      assert.equal(Buffer.byteLength(at) + Buffer.byteLength(valueOfSize(at, ENTRY_MAX)), ENTRY_MAX);
+      await store.cacheSet(at, valueOfSize(at, ENTRY_MAX), 60);
+      assert.equal(await store.cacheGet(at), valueOfSize(at, ENTRY_MAX));
+      const tooBig = valueOfSize(above, ENTRY_MAX + 1);
+      assert.ok(tooBig.length < ENTRY_MAX, 'fewer characters than bytes');
+      await store.cacheSet(above, tooBig, 60);
+      assert.equal(await store.cacheGet(above), undefined);
+    });
   });
 
   it('answers ping', async () => {
@@ -337,6 +354,20 @@ describe('embedded backend only', () => {
     assert.equal(await store.cacheGet('b'), undefined, 'b was the least recently used');
     assert.equal(await store.cacheGet('a'), '1');
     assert.equal(await store.cacheGet('c'), '3');
+  });
+
+  it('drops the least recently used entries past CACHE_MAX_BYTES, and never stores one above it', async () => {
+    const store = createEmbeddedStore({ file: newFile(), cacheMaxEntries: 100, cacheMaxBytes: 3_000 });
+    for (const key of ['a', 'b', 'c']) await store.cacheSet(key, valueOfSize(key, 1_000), 60);
+    assert.ok(await store.cacheGet('a'), 'three entries of 1,000 bytes fit in 3,000');
+    await store.cacheSet('d', valueOfSize('d', 1_500), 60);
+    assert.equal(await store.cacheGet('b'), undefined, 'b was the least recently used');
+    assert.equal(await store.cacheGet('c'), undefined, 'c had to go too: 1,500 bytes more');
+    assert.ok(await store.cacheGet('a'));
+    assert.ok(await store.cacheGet('d'));
+    await store.cacheSet('e', valueOfSize('e', 3_001), 60);
+    assert.equal(await store.cacheGet('e'), undefined, 'an entry above the whole bound');
+    assert.ok(await store.cacheGet('a'), 'an entry that cannot be stored pushes nothing out');
   });
 
   describe('two stores on one file, as the CLI and the server', () => {

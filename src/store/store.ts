@@ -48,7 +48,11 @@ export interface Store {
 
   // --- verified cache ------------------------------------------------------------------------------
   cacheGet(key: string): Promise<string | undefined>;
-  /** Stores for `ttlSeconds`; the embedded backend also drops the least recently used past its bound. */
+  /**
+   * Stores for `ttlSeconds`, unless the entry (key and value, UTF-8) is above the per-entry bound:
+   * then nothing is stored and nothing fails. The embedded backend also drops the least recently
+   * used past its bounds in entries and bytes.
+   */
   cacheSet(key: string, value: string, ttlSeconds: number): Promise<void>;
 
   /** Rejects when the backend cannot be reached (readiness). */

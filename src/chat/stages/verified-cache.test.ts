@@ -2,6 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
 import { createScriptedEngine, echoScript } from '../../engines/scripted-engine.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEmbeddedStore } from '../../store/embedded-store.ts';
 import { countingEngine } from '../../testing/counting-engine.ts';
 import { hello, postCompletion, startTestServer, type TestServer } from '../../testing/test-server.ts';
 
@@ -94,6 +98,29 @@ describe('the verified cache with an engine that fails or is left', () => {
       const res = await postCompletion(server.baseUrl, ask('left early'));
       assert.equal(((await res.json()) as ChatCompletionResponse).vcache, false);
       assert.equal(calls, 2);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('the verified cache with a bound on entry size', () => {
+  it('answers a request whose answer is too large to store, and stores a small one', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json');
+    const store = createEmbeddedStore({ file, cacheMaxEntries: 100, cacheMaxEntryBytes: 2_000 });
+    const server = await startTestServer({ store });
+    try {
+      const json = async (content: string) => {
+        const res = await postCompletion(server.baseUrl, ask(content));
+        assert.equal(res.status, 200);
+        return (await res.json()) as ChatCompletionResponse;
+      };
+      const long = 'a long question '.repeat(200);
+      const first = await json(long);
+      assert.equal(first.choices[0]?.message.content, long, 'the answer is whole though not stored');
+      assert.equal((await json(long)).vcache, false, 'an entry above CACHE_MAX_ENTRY_BYTES was stored');
+      await json('short');
+      assert.equal((await json('short')).vcache, true);
     } finally {
       await server.close();
     }

@@ -1,4 +1,4 @@
-import type { Attachment } from '../attachments.ts';
+import type { ResolvedAttachment } from '../attachments.ts';
 import { audioTrack } from './audio-track.ts';
 import { probeVideo } from './probe-video.ts';
 import { sampleFrames } from './sample-frames.ts';
@@ -11,15 +11,16 @@ export type { VideoLimits };
  * and its sound track (a WAV), all under the video's own `param`. A file in a video container
  * with no picture (an audio-only webm or mp4) is simply audio.
  */
-export function readVideo(video: Omit<Attachment, 'kind'>, limits: VideoLimits): Promise<Attachment[]> {
+export function readVideo(video: Omit<ResolvedAttachment, 'kind'>, limits: VideoLimits): Promise<ResolvedAttachment[]> {
   return withVideoFile(video.bytes, async (file, dir) => {
     const info = await probeVideo(file, video.param, limits);
     if (!info.hasVideo) return [{ ...video, kind: 'audio' }];
-    const { param, filename } = video;
-    const named = filename ? { filename } : {};
-    const read: Attachment[] = (await sampleFrames(file, dir, info, limits)).map(({ seconds, png }, i) => (
-      { kind: 'image', mime: 'image/png', bytes: png, param, frame: { number: i + 1, seconds }, ...named }));
-    if (info.hasAudio) read.push({ kind: 'audio', mime: 'audio/wav', bytes: await audioTrack(file, limits), param, ...named });
+    // Where each piece came from: the video's part, its file name, and the digest of the video sent.
+    const { param, filename, sent } = video;
+    const origin = { param, sent, ...(filename ? { filename } : {}) };
+    const read: ResolvedAttachment[] = (await sampleFrames(file, dir, info, limits)).map(({ seconds, png }, i) => (
+      { kind: 'image', mime: 'image/png', bytes: png, frame: { number: i + 1, seconds }, ...origin }));
+    if (info.hasAudio) read.push({ kind: 'audio', mime: 'audio/wav', bytes: await audioTrack(file, limits), ...origin });
     return read;
   });
 }

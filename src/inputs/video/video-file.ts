@@ -1,7 +1,7 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WorkerLimits } from '../../workers/isolated-worker.ts';
+import { makeTempDir } from '../../workers/temp-dirs.ts';
 
 /** Bounds on the work one video may cause. */
 export interface VideoLimits extends WorkerLimits {
@@ -22,9 +22,10 @@ export const ONE_LOCAL_FILE = ['-protocol_whitelist', 'file', '-format_whitelist
 /**
  * The caller's video as a file in a private directory (0700), removed once `use` is done, zdr or
  * not: an mp4 or mov often keeps its index at the end, which ffmpeg cannot seek back to in a pipe.
+ * A crashed run's are removed at the next start (temp-dirs.ts).
  */
 export async function withVideoFile<T>(bytes: Buffer, use: (file: string, dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'service-video-'));
+  const dir = await makeTempDir('service-video-');
   try {
     const file = join(dir, 'input');
     await writeFile(file, bytes, { mode: 0o600 });

@@ -1,11 +1,11 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { invalidRequest, ServiceError } from '../../errors/service-error.ts';
 import { taskTimedOut } from '../../workers/task-errors.ts';
+import { makeTempDir } from '../../workers/temp-dirs.ts';
 
 export interface Transcript {
   text: string;
@@ -66,7 +66,7 @@ export class WhisperWorker {
   }
 
   private async run(audio: Buffer, param: string): Promise<Transcript> {
-    const dir = await mkdtemp(join(tmpdir(), 'stt-'));
+    const dir = await makeTempDir('stt-');
     try {
       const path = join(dir, 'audio');
       await writeFile(path, audio);
