@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';
 
 /** Every setting the service reads, from the environment, validated once at start. README lists them. */
 export interface Config {
@@ -58,6 +59,8 @@ export interface Config {
   docsFile: string;
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
+  /** Bounds on a request's JSON Schemas (response_format and tools together), 400 above them. */
+  schemas: { maxBytes: number; maxDepth: number; maxKeywords: number };
   attachments: {
     /** Largest decoded image, in pixels (width × height), checked from its header before decoding. */
     imageMaxPixels: number;
@@ -141,7 +144,9 @@ const ENV = z.object({
   UPSTREAM_BASE_URL: httpUrl(), UPSTREAM_API_KEY: text(), UPSTREAM_MODEL: text(),
   UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000), UPSTREAM_ANSWER_TIMEOUT_MS: integer(1, 3_600_000),
   UPSTREAM_CONCURRENCY: integer(1, 1024), UPSTREAM_VISION: flag(),
-  QUEUE_MAX_WAITING: integer(0, 100_000), SHUTDOWN_GRACE_MS: integer(0, 3_600_000),
+  QUEUE_MAX_WAITING: integer(0, 100_000),
+  SCHEMA_MAX_BYTES: integer(1, 2 ** 31), SCHEMA_MAX_DEPTH: integer(1, 10_000), SCHEMA_MAX_KEYWORDS: integer(1, 10_000_000),
+  SHUTDOWN_GRACE_MS: integer(0, 3_600_000),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), METRICS_PORT: integer(1, 65535), CORS_ORIGINS: origins(),
   IMAGE_MAX_PIXELS: integer(1, 2 ** 31), INLINE_FILE_LIMIT_BYTES: integer(1, 2 ** 31), URL_FILE_LIMIT_BYTES: integer(1, 2 ** 31),
   FETCH_TIMEOUT_MS: integer(1, 600_000), FETCH_ALLOW_LOOPBACK: flag(),
@@ -194,6 +199,11 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       vision: env.UPSTREAM_VISION ?? true,
     },
     queueMaxWaiting: env.QUEUE_MAX_WAITING ?? 32,
+    schemas: {
+      maxBytes: env.SCHEMA_MAX_BYTES ?? DEFAULT_SCHEMA_LIMITS.maxBytes,
+      maxDepth: env.SCHEMA_MAX_DEPTH ?? DEFAULT_SCHEMA_LIMITS.maxDepth,
+      maxKeywords: env.SCHEMA_MAX_KEYWORDS ?? DEFAULT_SCHEMA_LIMITS.maxKeywords,
+    },
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? 30_000,
     logLevel: env.LOG_LEVEL ?? 'info',
     metricsPort: env.METRICS_PORT,
