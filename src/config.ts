@@ -90,6 +90,16 @@ export interface Config {
     /** Pictures inside one office document sent to OCR; the rest are counted, not read. */
     documentMaxImages: number;
   };
+  /** Bounds on what the scraper reads of one page (README, "Scraper"). */
+  scraper: {
+    maxHtmlBytes: number;
+    maxLinks: number;
+    maxTables: number;
+    /** All tables together. */
+    maxTableCells: number;
+    maxMetadata: number;
+    maxTextChars: number;
+  };
   /** The Python of the speech-to-text worker's environment. */
   sttPython: string;
   guard: {
@@ -154,6 +164,8 @@ const ENV = z.object({
   PDF_MAX_INFLATED_BYTES: integer(1, 2 ** 40), AUDIO_MAX_SECONDS: integer(1, 86_400),
   VIDEO_MAX_SECONDS: integer(1, 86_400), VIDEO_MAX_FRAMES: integer(1, 64),
   DOCUMENT_MAX_INFLATED_BYTES: integer(1, 2 ** 40), DOCUMENT_MAX_IMAGES: integer(0, 1000),
+  SCRAPER_MAX_HTML_BYTES: integer(1, 2 ** 31), SCRAPER_MAX_LINKS: integer(0, 10_000_000), SCRAPER_MAX_TABLES: integer(0, 1_000_000),
+  SCRAPER_MAX_TABLE_CELLS: integer(0, 100_000_000), SCRAPER_MAX_METADATA: integer(0, 1_000_000), SCRAPER_MAX_TEXT_CHARS: integer(0, 2 ** 29),
   STT_PYTHON: text(), GUARD_PYTHON: text(), GUARD_HEADS: text(),
   SEARXNG_URL: httpUrl(), BRAVE_SEARCH_API_KEY: text(), SEARCH_TIMEOUT_MS: integer(1, 600_000),
 }).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
@@ -226,6 +238,14 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       videoMaxFrames: env.VIDEO_MAX_FRAMES ?? 8,
       documentMaxInflatedBytes: env.DOCUMENT_MAX_INFLATED_BYTES ?? 100 * 1024 * 1024,
       documentMaxImages: env.DOCUMENT_MAX_IMAGES ?? 16,
+    },
+    scraper: {
+      maxHtmlBytes: env.SCRAPER_MAX_HTML_BYTES ?? 5_000_000,
+      maxLinks: env.SCRAPER_MAX_LINKS ?? 1000,
+      maxTables: env.SCRAPER_MAX_TABLES ?? 100,
+      maxTableCells: env.SCRAPER_MAX_TABLE_CELLS ?? 10_000,
+      maxMetadata: env.SCRAPER_MAX_METADATA ?? 200,
+      maxTextChars: env.SCRAPER_MAX_TEXT_CHARS ?? 100_000,
     },
     sttPython: env.STT_PYTHON ?? `${PROJECT_ROOT}.venv-stt/bin/python`,
     guard: {
