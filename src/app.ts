@@ -19,6 +19,7 @@ import { createBearerAuth } from './middleware/bearer-auth.ts';
 import type { CallerResolver } from './keys/caller.ts';
 import type { QuotaOptions } from './chat/stages/quota.ts';
 import type { CacheOptions } from './chat/stages/verified-cache.ts';
+import type { SchemaLimits } from './engines/schema-budget.ts';
 import type { Store } from './store/store.ts';
 import { createJsonBody } from './middleware/json-body.ts';
 import { Drain } from './http/drain.ts';
@@ -31,6 +32,8 @@ export interface AppDeps {
   engine: Engine;
   tasks: TaskRegistry;
   attachmentLimits: AttachmentLimits;
+  /** Bounds on a request's JSON Schemas (`SCHEMA_MAX_*`); absent: the defaults. */
+  schemaLimits?: SchemaLimits;
   keys: CallerResolver;
   /** Balances, rate counters and the verified cache (embedded or Redis). */
   store: Store;
@@ -95,6 +98,7 @@ export function createApp(deps: AppDeps): Express {
     createChatCompletionHandler({
       complete: createCompletionPipeline(deps),
       attachmentLimits: deps.attachmentLimits,
+      ...(deps.schemaLimits ? { schemaLimits: deps.schemaLimits } : {}),
       drain: deps.drain ?? new Drain(),
       newCompletionId: deps.newCompletionId ?? newCompletionId,
       log,

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';
 
 /** Every setting the service reads, from the environment, validated once at start. README lists them. */
 export interface Config {
@@ -62,6 +63,8 @@ export interface Config {
   docsFile: string;
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   queueMaxWaiting: number;
+  /** Bounds on a request's JSON Schemas (response_format and tools together), 400 above them. */
+  schemas: { maxBytes: number; maxDepth: number; maxKeywords: number };
   attachments: {
     /** Largest decoded image, in pixels (width × height), checked from its header before decoding. */
     imageMaxPixels: number;
@@ -90,6 +93,16 @@ export interface Config {
     documentMaxInflatedBytes: number;
     /** Pictures inside one office document sent to OCR; the rest are counted, not read. */
     documentMaxImages: number;
+  };
+  /** Bounds on what the scraper reads of one page (README, "Scraper"). */
+  scraper: {
+    maxHtmlBytes: number;
+    maxLinks: number;
+    maxTables: number;
+    /** All tables together. */
+    maxTableCells: number;
+    maxMetadata: number;
+    maxTextChars: number;
   };
   /** The Python of the speech-to-text worker's environment. */
   sttPython: string;
@@ -146,7 +159,9 @@ const ENV = z.object({
   UPSTREAM_BASE_URL: httpUrl(), UPSTREAM_API_KEY: text(), UPSTREAM_MODEL: text(),
   UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000), UPSTREAM_ANSWER_TIMEOUT_MS: integer(1, 3_600_000),
   UPSTREAM_CONCURRENCY: integer(1, 1024), UPSTREAM_VISION: flag(),
-  QUEUE_MAX_WAITING: integer(0, 100_000), SHUTDOWN_GRACE_MS: integer(0, 3_600_000),
+  QUEUE_MAX_WAITING: integer(0, 100_000),
+  SCHEMA_MAX_BYTES: integer(1, 2 ** 31), SCHEMA_MAX_DEPTH: integer(1, 10_000), SCHEMA_MAX_KEYWORDS: integer(1, 10_000_000),
+  SHUTDOWN_GRACE_MS: integer(0, 3_600_000),
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), METRICS_PORT: integer(1, 65535), CORS_ORIGINS: origins(),
   IMAGE_MAX_PIXELS: integer(1, 2 ** 31), INLINE_FILE_LIMIT_BYTES: integer(1, 2 ** 31), URL_FILE_LIMIT_BYTES: integer(1, 2 ** 31),
   FETCH_TIMEOUT_MS: integer(1, 600_000), FETCH_ALLOW_LOOPBACK: flag(),
@@ -154,6 +169,8 @@ const ENV = z.object({
   PDF_MAX_INFLATED_BYTES: integer(1, 2 ** 40), AUDIO_MAX_SECONDS: integer(1, 86_400),
   VIDEO_MAX_SECONDS: integer(1, 86_400), VIDEO_MAX_FRAMES: integer(1, 64),
   DOCUMENT_MAX_INFLATED_BYTES: integer(1, 2 ** 40), DOCUMENT_MAX_IMAGES: integer(0, 1000),
+  SCRAPER_MAX_HTML_BYTES: integer(1, 2 ** 31), SCRAPER_MAX_LINKS: integer(0, 10_000_000), SCRAPER_MAX_TABLES: integer(0, 1_000_000),
+  SCRAPER_MAX_TABLE_CELLS: integer(0, 100_000_000), SCRAPER_MAX_METADATA: integer(0, 1_000_000), SCRAPER_MAX_TEXT_CHARS: integer(0, 2 ** 29),
   STT_PYTHON: text(), GUARD_PYTHON: text(), GUARD_HEADS: text(),
   SEARXNG_URL: httpUrl(), BRAVE_SEARCH_API_KEY: text(), SEARCH_TIMEOUT_MS: integer(1, 600_000),
 }).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
@@ -205,6 +222,11 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       vision: env.UPSTREAM_VISION ?? true,
     },
     queueMaxWaiting: env.QUEUE_MAX_WAITING ?? 32,
+    schemas: {
+      maxBytes: env.SCHEMA_MAX_BYTES ?? DEFAULT_SCHEMA_LIMITS.maxBytes,
+      maxDepth: env.SCHEMA_MAX_DEPTH ?? DEFAULT_SCHEMA_LIMITS.maxDepth,
+      maxKeywords: env.SCHEMA_MAX_KEYWORDS ?? DEFAULT_SCHEMA_LIMITS.maxKeywords,
+    },
     shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? 30_000,
     logLevel: env.LOG_LEVEL ?? 'info',
     metricsPort: env.METRICS_PORT,
@@ -227,6 +249,14 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       videoMaxFrames: env.VIDEO_MAX_FRAMES ?? 8,
       documentMaxInflatedBytes: env.DOCUMENT_MAX_INFLATED_BYTES ?? 100 * 1024 * 1024,
       documentMaxImages: env.DOCUMENT_MAX_IMAGES ?? 16,
+    },
+    scraper: {
+      maxHtmlBytes: env.SCRAPER_MAX_HTML_BYTES ?? 5_000_000,
+      maxLinks: env.SCRAPER_MAX_LINKS ?? 1000,
+      maxTables: env.SCRAPER_MAX_TABLES ?? 100,
+      maxTableCells: env.SCRAPER_MAX_TABLE_CELLS ?? 10_000,
+      maxMetadata: env.SCRAPER_MAX_METADATA ?? 200,
+      maxTextChars: env.SCRAPER_MAX_TEXT_CHARS ?? 100_000,
     },
     sttPython: env.STT_PYTHON ?? `${PROJECT_ROOT}.venv-stt/bin/python`,
     guard: {

@@ -52,6 +52,7 @@ async function start(): Promise<void> {
     quota: quotaOptionsOf(config),
     cache: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds },
     attachmentLimits: attachmentLimitsOf(config),
+    schemaLimits: config.schemas,
     bodyLimitBytes: config.bodyLimitBytes,
     validateResponses: config.validateResponses,
     log: loggerOn(logger),

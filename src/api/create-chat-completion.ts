@@ -8,6 +8,7 @@ import { Drain, untilShutdown } from '../http/drain.ts';
 import { outcomeOf } from '../http/request-outcome.ts';
 import { writeEventStream } from '../http/sse.ts';
 import type { AttachmentLimits } from '../inputs/attachments.ts';
+import type { SchemaLimits } from '../engines/schema-budget.ts';
 import { observeEvents, recordCompletion } from './record-outcome.ts';
 import { createRequestContext } from './request-context.ts';
 
@@ -15,6 +16,7 @@ export interface ChatCompletionDeps {
   /** The completion pipeline (chat/create-pipeline.ts). */
   complete: Next;
   attachmentLimits: AttachmentLimits;
+  schemaLimits?: SchemaLimits;
   drain: Drain;
   newCompletionId: () => string;
   log: Logger;

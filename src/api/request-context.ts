@@ -4,6 +4,7 @@ import { normalizeRequest } from '../chat/normalize-request.ts';
 import type { Logger, RequestContext, RequestFlags } from '../chat/request-context.ts';
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { GenerationRequest } from '../engines/engine.ts';
+import type { SchemaLimits } from '../engines/schema-budget.ts';
 import type { Caller } from '../keys/caller.ts';
 import { type AttachmentLimits, resolveAttachments } from '../inputs/attachments.ts';
 
@@ -25,7 +26,7 @@ export function flagsOf(req: Request): RequestFlags {
  * and the engine's form of it, and an abort signal that fires when the client goes away before
  * the answer is complete, streamed or not.
  */
-export function createRequestContext(req: Request, res: Response, deps: { log: Logger; attachmentLimits: AttachmentLimits }): RequestContext {
+export function createRequestContext(req: Request, res: Response, deps: { log: Logger; attachmentLimits: AttachmentLimits; schemaLimits?: SchemaLimits }): RequestContext {
   const body = req.body as ChatCompletionRequest;
   const abort = new AbortController();
   res.on('close', () => {
@@ -38,7 +39,7 @@ export function createRequestContext(req: Request, res: Response, deps: { log: L
     signal: abort.signal,
     log: deps.log,
     body,
-    generation: withoutDirectiveTags(normalizeRequest(body, abort.signal)),
+    generation: withoutDirectiveTags(normalizeRequest(body, abort.signal, deps.schemaLimits)),
     directives: readDirectives(body.messages),
     attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits)),
   };

@@ -2,12 +2,15 @@ import type { ChatCompletionRequest, ContentPart, Message, Tool } from '../contr
 import type { EngineMessage, EngineTool, EngineToolChoice, GenerationRequest, OutputFormat } from '../engines/engine.ts';
 import { invalidRequest } from '../errors/service-error.ts';
 import { compileSchema } from '../engines/json-schema.ts';
+import { DEFAULT_SCHEMA_LIMITS, type SchemaBudget, type SchemaLimits, schemaBudget } from '../engines/schema-budget.ts';
 
 /**
  * Checks what the schema cannot express and turns the wire request into the engine's request.
- * `null` in an optional field means the same as leaving it out.
+ * `null` in an optional field means the same as leaving it out. The caller's JSON Schemas share
+ * one budget (`schemaLimits`), so many tools cannot add up to what one schema may not be.
  */
-export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSignal): GenerationRequest {
+export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSignal,
+  schemaLimits: SchemaLimits = DEFAULT_SCHEMA_LIMITS): GenerationRequest {
   if (body.stream_options != null && body.stream !== true) {
     throw invalidRequest('stream_options is only allowed when stream is true', 'invalid_request', 'stream_options');
   }
@@ -16,6 +19,7 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
   const messages = body.messages.map(toEngineMessage);
   checkToolCallIds(messages);
   const stop = body.stop == null ? [] : typeof body.stop === 'string' ? [body.stop] : body.stop;
+  const budget = schemaBudget(schemaLimits);
   return {
     messages,
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
@@ -23,8 +27,8 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
     topP: body.top_p ?? undefined,
     stop: stop.filter((s) => s !== ''),
     seed: body.seed ?? undefined,
-    output: outputFormatOf(body),
-    tools: tools.map(compileTool),
+    output: outputFormatOf(body, budget),
+    tools: tools.map((tool, i) => compileTool(tool, i, budget)),
     toolChoice: toolChoiceOf(body, tools),
     parallelToolCalls: body.parallel_tool_calls ?? true,
     reasoningEffort: body.reasoning_effort ?? undefined,
@@ -83,22 +87,22 @@ function partText(part: ContentPart): string {
   }
 }
 
-function outputFormatOf(body: ChatCompletionRequest): OutputFormat {
+function outputFormatOf(body: ChatCompletionRequest, budget: SchemaBudget): OutputFormat {
   const format = body.response_format;
   if (!format || format.type === 'text') return { kind: 'text' };
   if (format.type === 'json_object') {
     return { kind: 'json', name: 'json_object', schema: compileSchema({ type: 'object' }, 'response_format') };
   }
   const { name, schema } = format.json_schema;
-  return { kind: 'json', name, schema: compileSchema(schema, 'response_format.json_schema.schema') };
+  return { kind: 'json', name, schema: compileSchema(schema, 'response_format.json_schema.schema', budget) };
 }
 
-function compileTool(tool: Tool, i: number): EngineTool {
+function compileTool(tool: Tool, i: number, budget: SchemaBudget): EngineTool {
   const { name, description, parameters } = tool.function;
   return {
     name,
     ...(description ? { description } : {}),
-    parameters: compileSchema(parameters ?? { type: 'object', properties: {} }, `tools[${i}].function.parameters`),
+    parameters: compileSchema(parameters ?? { type: 'object', properties: {} }, `tools[${i}].function.parameters`, budget),
   };
 }
 

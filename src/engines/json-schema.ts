@@ -4,6 +4,8 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 const AjvDraft04 = createRequire(import.meta.url)('ajv-draft-04') as typeof import('ajv-draft-04').default;
 import { invalidRequest } from '../errors/service-error.ts';
+import { linearRegExp } from './linear-regexp.ts';
+import type { SchemaBudget } from './schema-budget.ts';
 
 /** A JSON Schema sent by a caller, checked and compiled once per request. */
 export interface CompiledSchema {
@@ -13,8 +15,9 @@ export interface CompiledSchema {
 
 type AnyAjv = Pick<Ajv, 'validateSchema' | 'compile' | 'removeSchema' | 'errorsText' | 'errors'>;
 
-// Callers send schemas written for many drafts and tools; unknown keywords are annotations.
-const OPTIONS = { strict: false, allErrors: true, validateFormats: false } as const;
+// Callers send schemas written for many drafts and tools; unknown keywords are annotations. Their
+// patterns run in linear time (linear-regexp.ts): a native RegExp would backtrack on the event loop.
+const OPTIONS = { strict: false, allErrors: true, validateFormats: false, code: { regExp: linearRegExp } } as const;
 const draft06 = createRequire(import.meta.url)('ajv/dist/refs/json-schema-draft-06.json') as object;
 
 /**
@@ -73,8 +76,12 @@ function validatorFor(schema: Record<string, unknown>, param: string): RecycledV
   return found.validator;
 }
 
-/** 400 `invalid_json_schema` when `schema` is not a JSON Schema that can be compiled. */
-export function compileSchema(schema: Record<string, unknown>, param: string): CompiledSchema {
+/**
+ * 400 `invalid_json_schema` when `schema` is not a JSON Schema that can be compiled, has a pattern
+ * that cannot be matched in linear time, or takes the request's `budget` past its limits.
+ */
+export function compileSchema(schema: Record<string, unknown>, param: string, budget?: SchemaBudget): CompiledSchema {
+  budget?.charge(schema, param);
   const validator = validatorFor(schema, param);
   try {
     return { schema, validate: validator.compile(schema) };

@@ -5,6 +5,7 @@ import { ServiceError } from '../errors/service-error.ts';
 import { foldEvents } from './fold-events.ts';
 import { normalizeRequest } from '../chat/normalize-request.ts';
 import { withVerifiedOutput } from './verified-output.ts';
+import { moduleUrl, runInChild, TICKER } from '../testing/in-child.ts';
 
 /** Answers each attempt with the next of `answers` (as content), counting attempts. */
 function engineAnswering(answers: { text: string; finish?: 'stop' | 'length' }[]) {
@@ -110,5 +111,48 @@ describe('withVerifiedOutput', () => {
     await assert.rejects(foldEvents(withVerifiedOutput(engine).generate({ ...jsonRequest(), maxTokens: 3 })),
       (e: unknown) => e instanceof ServiceError && /left no room/.test(e.message));
     assert.deepEqual(budgets, [3]);
+  });
+});
+
+// The answer of an upstream is checked on the event loop against the caller's schema: a pattern
+// that backtracks would hold every other request. Run in a child so the hang detector can end it.
+describe('withVerifiedOutput and caller patterns', () => {
+  it('refuses arguments and content that a backtracking pattern would hang on, and the event loop turns meanwhile', { timeout: 300_000 }, async () => {
+    const hostile = `${'a'.repeat(40)}!`;
+    const result = await runInChild(`${TICKER}
+      const { normalizeRequest } = await import(${moduleUrl('../chat/normalize-request.ts', import.meta.url)});
+      const { withVerifiedOutput } = await import(${moduleUrl('./verified-output.ts', import.meta.url)});
+      const { foldEvents } = await import(${moduleUrl('./fold-events.ts', import.meta.url)});
+      const hostile = ${JSON.stringify(JSON.stringify({ s: hostile }))};
+      const usage = { promptTokens: 1, completionTokens: 1 };
+      const toolEngine = { description: 'tool', async *generate() {
+        yield { type: 'tool_call', index: 0, id: 'c', name: 'f', arguments: hostile };
+        yield { type: 'done', finishReason: 'tool_calls', usage };
+      } };
+      const jsonEngine = { description: 'json', async *generate() {
+        yield { type: 'content', text: hostile };
+        yield { type: 'done', finishReason: 'stop', usage };
+      } };
+      const schema = { type: 'object', properties: { s: { type: 'string', pattern: '^(a|a)*$' } } };
+      const signal = new AbortController().signal;
+      const outcome = (p) => foldEvents(p).then(() => 'answered', (e) => e.code);
+      const tools = await outcome(withVerifiedOutput(toolEngine).generate(normalizeRequest({ model: 'service', messages: [{ role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'f', parameters: schema } }], tool_choice: 'required' }, signal)));
+      await nextTurn();
+      const json = await outcome(withVerifiedOutput(jsonEngine).generate(normalizeRequest({ model: 'service', messages: [{ role: 'user', content: 'x' }],
+        response_format: { type: 'json_schema', json_schema: { name: 'n', schema } } }, signal)));
+      stopTicking();
+      console.log(JSON.stringify({ tools, json, ticks: ticks() }));`) as { tools: string; json: string; ticks: number };
+    assert.deepEqual([result.tools, result.json], ['output_validation_failed', 'output_validation_failed']);
+    assert.ok(result.ticks >= 1, `${result.ticks} turns`);
+  });
+
+  it('refuses, 400, tools whose schemas together pass the request\'s schema budget', () => {
+    const parameters = { type: 'object', properties: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`p${i}`, { type: 'string' }])) };
+    const tools = Array.from({ length: 3 }, (_, i) => ({ type: 'function', function: { name: `f${i}`, parameters } }));
+    const request = { model: 'service', messages: [{ role: 'user', content: 'x' }], tools } as never;
+    assert.equal(normalizeRequest(request, new AbortController().signal).tools.length, 3);
+    assert.throws(() => normalizeRequest(request, new AbortController().signal, { maxBytes: 100_000, maxDepth: 16, maxKeywords: 50 }),
+      (e: unknown) => e instanceof ServiceError && e.status === 400 && e.code === 'invalid_json_schema' && e.param === 'tools[2].function.parameters');
   });
 });

@@ -16,6 +16,7 @@ import { type SpeechLimits, WhisperWorker } from './speech-to-text/whisper-worke
 import { Apertium } from './translate/apertium.ts';
 import { createTranslateTask } from './translate/translate-task.ts';
 import { createScraperTask } from './scraper/scraper-task.ts';
+import { PageReader, type ScraperLimits } from './scraper/page-reader.ts';
 import { createBraveProvider, createSearxngProvider, type SearchProvider } from './web-search/search-provider.ts';
 import { createWebSearchTask } from './web-search/web-search-task.ts';
 
@@ -44,6 +45,10 @@ export function documentLimitsOf(config: Config): DocumentLimits {
   return { ...workerLimitsOf(config), maxInflatedBytes: documentMaxInflatedBytes, maxImages: documentMaxImages, maxPixels: config.attachments.imageMaxPixels };
 }
 
+export function scraperLimitsOf(config: Config): ScraperLimits {
+  return { ...workerLimitsOf(config), ...config.scraper };
+}
+
 export function speechLimitsOf(config: Config): SpeechLimits {
   return { timeoutMs: config.tasks.timeoutMs, maxSeconds: config.tasks.audioMaxSeconds };
 }
@@ -64,14 +69,15 @@ export function createTasks(config: Config, engine: Engine): TaskRegistry {
   const offices = new DocumentReader(documentLimitsOf(config));
   const gui = new GuiDetector(reader, workerLimits);
   const detector = new CocoDetector(workerLimits);
+  const pages = new PageReader(scraperLimitsOf(config));
   const whisper = new WhisperWorker(config.sttPython, config.local.threads, speechLimitsOf(config));
   return new TaskRegistry([
     createOcrTask(reader, pdfs, offices),
     createGuiDetectionTask(gui),
     createObjectDetectionTask(detector),
-    createScraperTask({ engine, fetchLimits: limits.fetch }),
+    createScraperTask({ engine, fetchLimits: limits.fetch, pages }),
     createWebSearchTask(searchProviderOf(config)),
     createTranslateTask(new Apertium()),
     createSpeechToTextTask(whisper),
-  ], [reader, pdfs, offices, gui, detector, whisper]);
+  ], [reader, pdfs, offices, gui, detector, pages, whisper]);
 }

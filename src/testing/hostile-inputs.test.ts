@@ -5,7 +5,7 @@ import { it } from 'node:test';
 import { createInflate } from 'node:zlib';
 import { PDFDocument, PDFName, PDFRawStream } from 'pdf-lib';
 import sharp from 'sharp';
-import { blankPagesPdf, deflateBombPdf, hugePng, repeatedAttachmentMarker, spacesAfterTag } from './hostile-inputs.ts';
+import { blankPagesPdf, deflateBombPdf, hugePng, manyLinksHtml, nestedTablesHtml, repeatedAttachmentMarker, spacesAfterTag } from './hostile-inputs.ts';
 
 /** Inflates in streaming mode, keeping only the byte count and the first bytes. */
 async function inflatedSize(compressed: Uint8Array): Promise<{ bytes: number; head: string }> {
@@ -80,4 +80,17 @@ it('repeatedAttachmentMarker repeats an unclosed marker', () => {
   assert.equal(text.length, 16 * 20000);
   assert.ok(text.startsWith('[file attached: [file attached: '));
   assert.ok(!text.includes(']'));
+});
+
+it('manyLinksHtml is one page of n links', () => {
+  const html = manyLinksHtml(2_000_000).toString();
+  assert.equal(html.match(/<a href="\/x">x<\/a>/g)?.length, 2_000_000);
+  assert.ok(html.startsWith('<!doctype html>') && html.endsWith('</body></html>'));
+});
+
+it('nestedTablesHtml nests n tables, each closed', () => {
+  const html = nestedTablesHtml(1000).toString();
+  assert.equal(html.split('<table>').length - 1, 1000);
+  assert.equal(html.split('</table>').length - 1, 1000);
+  assert.ok(html.includes('<td>cell<table>'));
 });

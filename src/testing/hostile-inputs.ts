@@ -150,3 +150,19 @@ export function busyVideo(seconds: number): Buffer {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** Attacks the scraper with breadth: a page of `n` links (2 million is ~36 MB of HTML). */
+export function manyLinksHtml(n: number): Buffer {
+  const link = Buffer.from('<a href="/x">x</a>');
+  const head = Buffer.from('<!doctype html><html><head><title>links</title></head><body>');
+  const page = Buffer.alloc(head.length + link.length * n + 14);
+  head.copy(page, 0);
+  for (let i = 0; i < n; i++) link.copy(page, head.length + i * link.length);
+  page.write('</body></html>', head.length + link.length * n);
+  return page;
+}
+
+/** Attacks the scraper with depth: `depth` tables, each in the one cell of the table around it. */
+export function nestedTablesHtml(depth: number): Buffer {
+  return Buffer.from(`<!doctype html><html><body>${'<table><tr><td>cell'.repeat(depth)}${'</td></tr></table>'.repeat(depth)}</body></html>`);
+}

@@ -4,7 +4,7 @@ import type { Engine, OutputFormat } from '../../engines/engine.ts';
 import { invalidRequest } from '../../errors/service-error.ts';
 import { type FetchLimits, safeFetch } from '../../inputs/safe-fetch.ts';
 import type { Task, TaskInput } from '../task.ts';
-import { readHtmlPage } from './html-page.ts';
+import type { PageReader } from './page-reader.ts';
 
 export const URL_IN_TEXT = /https?:\/\/[^\s<>"')\]]+/i;
 /** How much page text the language model sees when it extracts. */
@@ -15,11 +15,11 @@ const EXTRACTION_CONTEXT_CHARS = 6_000;
  * it holds. With a `json_schema` response format, or instructions beside the URL, the language
  * model also extracts structured data from the page text.
  */
-export function createScraperTask(deps: { engine: Engine; fetchLimits: FetchLimits }): Task {
+export function createScraperTask(deps: { engine: Engine; fetchLimits: FetchLimits; pages: PageReader }): Task {
   return {
     name: 'scraper',
     async run(input) {
-      const page = await loadPage(input, deps.fetchLimits);
+      const page = await loadPage(input, deps.fetchLimits, deps.pages);
       const instructions = input.text.replace(URL_IN_TEXT, '').trim();
       const wantsSchema = input.output.kind === 'json' && Object.keys(input.output.schema.schema).length > 0;
       const extracted = wantsSchema || instructions
@@ -30,13 +30,13 @@ export function createScraperTask(deps: { engine: Engine; fetchLimits: FetchLimi
   };
 }
 
-async function loadPage(input: TaskInput, limits: FetchLimits) {
+async function loadPage(input: TaskInput, limits: FetchLimits, pages: PageReader) {
   const html = input.attachments.find((a) => a.mime === 'text/html');
-  if (html) return readHtmlPage(html.bytes.toString('utf8'), html.filename ?? 'attachment.html');
+  if (html) return pages.read(html.bytes, html.filename ?? 'attachment.html');
   const url = URL_IN_TEXT.exec(input.text)?.[0];
   if (!url) throw invalidRequest('The scraper task needs a URL in the user message, or an attached HTML file.', 'invalid_request', 'messages');
   const fetched = await safeFetch(url, limits, 'messages');
-  return readHtmlPage(fetched.bytes.toString('utf8'), fetched.finalUrl);
+  return pages.read(fetched.bytes, fetched.finalUrl);
 }
 
 async function extract(engine: Engine, pageText: string, instructions: string, output: OutputFormat, signal: AbortSignal): Promise<unknown> {
