@@ -64,7 +64,6 @@ export class Supervisor<Session> {
   private start(): Running<Session> {
     if (this.running?.child.alive) return this.running;
     const child = new Child(this.spec.child);
-    child.unref();
     const { failures } = this.spec;
     const session = child.spawned()
       .then(() => new Promise<Session>((resolve, reject) => {
@@ -76,7 +75,8 @@ export class Supervisor<Session> {
         child.kill();
         throw failures.start(err.message);
       });
-    session.catch(() => {}); // a warm() nobody awaited; the jobs that wait on it get the error
+    // Starting keeps this process alive (a warm() may be all that waits on it); once ready, an idle child does not.
+    session.then(() => child.unref(), () => {}); // a failed start: the jobs that wait on it get the error
     const running = { child, session };
     this.running = running;
     child.whenClosed(() => this.forget(child));
