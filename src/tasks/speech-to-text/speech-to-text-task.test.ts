@@ -56,9 +56,9 @@ describe('speech_to_text task (faster-whisper tiny.en)', () => {
       (e: unknown) => e instanceof ServiceError && e.status === 400 && /bad\.wav/.test(e.message));
   });
 
-  it('decodes only the audio containers the service accepts: an AIFF file is answered 400, not transcribed', async () => {
-    const aiff = execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', '-f', 'aiff', 'pipe:1'], { input: speech(SENTENCES, 'wav') });
-    await assert.rejects(task.run(taskInput({ attachments: [{ kind: 'audio', mime: 'audio/wav', bytes: aiff, param: 'sound.wav' }] })),
+  it('decodes only the audio containers the service accepts: a Sun AU file ffmpeg could read is answered 400, not transcribed', async () => {
+    const au = execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', '-f', 'au', 'pipe:1'], { input: speech(SENTENCES, 'wav') });
+    await assert.rejects(task.run(taskInput({ attachments: [{ kind: 'audio', mime: 'audio/wav', bytes: au, param: 'sound.wav' }] })),
       (e: unknown) => e instanceof ServiceError && e.status === 400 && /sound\.wav/.test(e.message));
   });
 
