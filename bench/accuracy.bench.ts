@@ -19,7 +19,7 @@ const SPOKEN = 'The quick brown fox jumps over the lazy dog. Please call me at n
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 const config = loadConfig(process.env);
-const reader = new TesseractReader(config.tasks.timeoutMs);
+const reader = new TesseractReader(workerLimitsOf(config));
 const pdfs = new PdfReader(pdfLimitsOf(config));
 const offices = new DocumentReader(documentLimitsOf(config));
 const ocr = createOcrTask(reader, pdfs, offices);

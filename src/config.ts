@@ -80,6 +80,10 @@ export interface Config {
     timeoutMs: number;
     /** Heap of each task's worker process. */
     memoryMb: number;
+    /** `TASK_QUEUE_MAX`: jobs that may wait for one engine (OCR, a detector, the guard, translation…). */
+    queueMax: number;
+    /** `TASK_QUEUE_PER_CALLER`: jobs one API key may have waiting or running on one engine. */
+    queuePerCaller: number;
     pdfMaxPages: number;
     /** Largest total of a PDF's streams once inflated. */
     pdfMaxInflatedBytes: number;
@@ -165,7 +169,8 @@ const ENV = z.object({
   LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), METRICS_PORT: integer(1, 65535), CORS_ORIGINS: origins(),
   IMAGE_MAX_PIXELS: integer(1, 2 ** 31), INLINE_FILE_LIMIT_BYTES: integer(1, 2 ** 31), URL_FILE_LIMIT_BYTES: integer(1, 2 ** 31),
   FETCH_TIMEOUT_MS: integer(1, 600_000), FETCH_ALLOW_LOOPBACK: flag(),
-  TASK_TIMEOUT_MS: integer(1, 3_600_000), TASK_MEMORY_MB: integer(32, 65_536), PDF_MAX_PAGES: integer(1, 100_000),
+  TASK_TIMEOUT_MS: integer(1, 3_600_000), TASK_MEMORY_MB: integer(32, 65_536),
+  TASK_QUEUE_MAX: integer(0, 100_000), TASK_QUEUE_PER_CALLER: integer(1, 100_000), PDF_MAX_PAGES: integer(1, 100_000),
   PDF_MAX_INFLATED_BYTES: integer(1, 2 ** 40), AUDIO_MAX_SECONDS: integer(1, 86_400),
   VIDEO_MAX_SECONDS: integer(1, 86_400), VIDEO_MAX_FRAMES: integer(1, 64),
   DOCUMENT_MAX_INFLATED_BYTES: integer(1, 2 ** 40), DOCUMENT_MAX_IMAGES: integer(0, 1000),
@@ -242,6 +247,8 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
     tasks: {
       timeoutMs: env.TASK_TIMEOUT_MS ?? 120_000,
       memoryMb: env.TASK_MEMORY_MB ?? 1024,
+      queueMax: env.TASK_QUEUE_MAX ?? 32,
+      queuePerCaller: env.TASK_QUEUE_PER_CALLER ?? 4,
       pdfMaxPages: env.PDF_MAX_PAGES ?? 20,
       pdfMaxInflatedBytes: env.PDF_MAX_INFLATED_BYTES ?? 256 * 1024 * 1024,
       audioMaxSeconds: env.AUDIO_MAX_SECONDS ?? 900,

@@ -44,7 +44,7 @@ async function start(): Promise<void> {
   const readiness = new Readiness({ store: () => store.ping() }, loggerOn(logger));
   // The classifiers load their models once, in their own processes, while the server starts.
   const guard = new Guard(
-    new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs }),
+    new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller }),
     new ImageClassifier(workerLimitsOf(config)),
   );
   const app = createApp({

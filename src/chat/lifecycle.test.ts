@@ -16,6 +16,7 @@ import { startFakeUpstream } from '../testing/fake-upstream.ts';
 import { gate, heldEngine, openRequests, until } from '../testing/gates.ts';
 import { startTestServer } from '../testing/test-server.ts';
 import { LineWorkerError } from '../workers/line-worker.ts';
+import { taskFailed } from '../workers/task-errors.ts';
 
 // Issue 21: every request ends, and ends alone. With every generation slot busy, callers leave at
 // each stage reachable in-process (the guard, a task, the queue, generation, streaming), an upstream
@@ -42,7 +43,7 @@ const slowGuard = (checking: ReturnType<typeof gate>) => new Guard({
 /** Test doubles of two tasks: OCR waits at `reading` (or for the caller to leave); translate's worker dies. */
 const taskDoubles = (reading: ReturnType<typeof gate>): Task[] => [
   { name: 'ocr', run: async ({ signal }) => (await reading.passed(signal), { name: 'ocr', result: { documents: [] } } as never) },
-  { name: 'translate', run: async () => { throw new LineWorkerError('the translate worker exited', 'stopped'); } },
+  { name: 'translate', run: async () => { throw new LineWorkerError(taskFailed('translate', 'it stopped'), 'stopped'); } },
 ];
 
 const lastUser = (messages: { role: string; content: string }[]) => messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';

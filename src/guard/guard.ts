@@ -10,7 +10,8 @@ import { matchedTextCodes, type TextScores, type Thresholds } from './text/text-
 /** What the guard needs of a text classifier (the real one, or a scripted one in tests). */
 export interface TextScorer {
   thresholds(): Promise<Thresholds>;
-  score(texts: string[]): Promise<TextScores[][]>;
+  /** `caller` (an API key id) is counted in the classifier's queue share. */
+  score(texts: string[], caller?: string): Promise<TextScores[][]>;
   close?(): Promise<void>;
 }
 
@@ -38,12 +39,12 @@ export interface CheckedImage {
 export class Guard {
   constructor(private readonly text: TextScorer, private readonly images?: ImageScorer) {}
 
-  async check(stage: GuardrailsResult['stage'], items: Checked[], codes: GuardCode[], pictures: CheckedImage[] = []): Promise<GuardrailsResult> {
+  async check(stage: GuardrailsResult['stage'], items: Checked[], codes: GuardCode[], pictures: CheckedImage[] = [], caller?: string): Promise<GuardrailsResult> {
     const present = items.filter((item) => item.text.trim() !== '');
     const best = new Map<GuardCode, number>();
     const keep = (found: Map<GuardCode, number>) => found.forEach((score, code) => best.set(code, Math.max(best.get(code) ?? 0, score)));
     const textCodes = codes.filter(isTextCode);
-    if (textCodes.length > 0 && present.length > 0) (await this.classifyTexts(present, textCodes)).forEach(keep);
+    if (textCodes.length > 0 && present.length > 0) (await this.classifyTexts(present, textCodes, caller)).forEach(keep);
     const [imageCodes, unavailable] = this.judgeable(codes.filter(isImageCode), pictures);
     if (this.images && imageCodes.length > 0) {
       for (const picture of pictures) keep(matchedImageCodes(await this.images.score(picture.image, picture.beings ?? []), imageCodes));
@@ -70,9 +71,9 @@ export class Guard {
     return [codes.filter(can), codes.filter((code) => !can(code))];
   }
 
-  private async classifyTexts(items: Checked[], codes: TextCode[]): Promise<Map<TextCode, number>[]> {
+  private async classifyTexts(items: Checked[], codes: TextCode[], caller: string | undefined): Promise<Map<TextCode, number>[]> {
     try {
-      const [thresholds, scores] = await Promise.all([this.text.thresholds(), this.text.score(items.map((item) => item.text))]);
+      const [thresholds, scores] = await Promise.all([this.text.thresholds(), this.text.score(items.map((item) => item.text), caller)]);
       return scores.map((spans) => matchedTextCodes(spans, codes, thresholds));
     } catch (err) {
       if (!(err instanceof LineWorkerError)) throw err;

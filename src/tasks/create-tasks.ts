@@ -32,7 +32,8 @@ export function attachmentLimitsOf(config: Config): AttachmentLimits {
 }
 
 export function workerLimitsOf(config: Config): WorkerLimits {
-  return { timeoutMs: config.tasks.timeoutMs, memoryMb: config.tasks.memoryMb };
+  const { timeoutMs, memoryMb, queueMax, queuePerCaller } = config.tasks;
+  return { timeoutMs, memoryMb, maxQueued: queueMax, perCaller: queuePerCaller };
 }
 
 export function pdfLimitsOf(config: Config): PdfLimits {
@@ -50,7 +51,7 @@ export function scraperLimitsOf(config: Config): ScraperLimits {
 }
 
 export function speechLimitsOf(config: Config): SpeechLimits {
-  return { timeoutMs: config.tasks.timeoutMs, maxSeconds: config.tasks.audioMaxSeconds };
+  return { ...workerLimitsOf(config), maxSeconds: config.tasks.audioMaxSeconds };
 }
 
 function searchProviderOf(config: Config): SearchProvider | undefined {
@@ -64,7 +65,7 @@ function searchProviderOf(config: Config): SearchProvider | undefined {
 export function createTasks(config: Config, engine: Engine): TaskRegistry {
   const limits = attachmentLimitsOf(config);
   const workerLimits = workerLimitsOf(config);
-  const reader = new TesseractReader(workerLimits.timeoutMs); // one Tesseract worker for OCR and GUI detection
+  const reader = new TesseractReader(workerLimits); // one Tesseract worker for OCR and GUI detection
   const pdfs = new PdfReader(pdfLimitsOf(config));
   const offices = new DocumentReader(documentLimitsOf(config));
   const gui = new GuiDetector(reader, workerLimits);
@@ -77,7 +78,7 @@ export function createTasks(config: Config, engine: Engine): TaskRegistry {
     createObjectDetectionTask(detector),
     createScraperTask({ engine, fetchLimits: limits.fetch, pages }),
     createWebSearchTask(searchProviderOf(config)),
-    createTranslateTask(new Apertium()),
+    createTranslateTask(new Apertium(workerLimits)),
     createSpeechToTextTask(whisper),
   ], [reader, pdfs, offices, gui, detector, pages, whisper]);
 }

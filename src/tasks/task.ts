@@ -13,6 +13,8 @@ export interface TaskInput {
   instructions: string;
   output: OutputFormat;
   signal: AbortSignal;
+  /** Who asked (the API key id): engines that queue jobs count it in each caller's share. */
+  caller?: string;
 }
 
 /** A built-in task; `run` returns its precontext entry (the name it reports and its result). */

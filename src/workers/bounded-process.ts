@@ -1,58 +1,62 @@
-import { spawn } from 'node:child_process';
-import { ServiceError } from '../errors/service-error.ts';
+import { payloadTooLarge } from '../errors/service-error.ts';
+import { Child } from './child.ts';
 import type { WorkerLimits } from './isolated-worker.ts';
-import { taskTimedOut } from './task-errors.ts';
+import { invalidOutput, taskFailed, taskTimedOut } from './task-errors.ts';
 
 export interface ProcessRun {
   /** Names the engine in errors, e.g. "PDF page rendering". */
   what: string;
   /** Given on stdin; without it, stdin is closed and the program reads a file named in its arguments. */
   input?: Uint8Array;
-  limits: WorkerLimits;
+  limits: Pick<WorkerLimits, 'timeoutMs' | 'memoryMb'>;
   /** Most bytes the program may write to stdout; past it the program is stopped. */
   maxOutputBytes: number;
+  /** The deadline of a queued job (JobQueue); without it, `limits.timeoutMs` from now. */
+  signal?: AbortSignal;
+  /**
+   * Whose fault a failed run is: the caller's file (`input`, a 400: a decoder that cannot read it)
+   * or the service's (`service`, a 500: a translator has no reason to fail on text).
+   */
+  blame?: 'input' | 'service';
 }
 
 /**
- * Runs a program on a caller's file (through pipes where the format allows), with a deadline and
- * an address-space bound (prlimit), and returns what it wrote to stdout. Its failure is the
- * caller's file's fault, a 400, unless the program overran a bound.
+ * Runs a program on a caller's input (through pipes where the format allows), in its own process
+ * group under a deadline and an address-space bound (prlimit), and returns what it wrote to
+ * stdout. Past the deadline or the output bound the whole group is killed, so a shell's pipeline
+ * goes with it and nothing holds the pipes open.
  */
 export function runBounded(command: string, args: string[], run: ProcessRun): Promise<Buffer> {
   const memoryBytes = run.limits.memoryMb * 1024 * 1024;
-  const child = spawn('prlimit', [`--as=${memoryBytes}`, '--', command, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = new Child({ command: 'prlimit', args: [`--as=${memoryBytes}`, '--', command, ...args] });
+  const signal = run.signal ?? AbortSignal.timeout(run.limits.timeoutMs);
   return new Promise((resolve, reject) => {
     const out: Buffer[] = [];
     let size = 0;
-    let stderr = '';
-    let failure: ServiceError | undefined;
-    const stop = (error: ServiceError) => {
+    let failure: Error | undefined;
+    const stop = (error: Error) => {
       failure ??= error;
-      child.kill('SIGKILL');
+      child.kill();
     };
-    const timer = setTimeout(() => stop(taskTimedOut(run.what, run.limits.timeoutMs)), run.limits.timeoutMs);
-    child.stdout.on('data', (chunk: Buffer) => {
+    const onAbort = () => stop(run.signal ? signal.reason : taskTimedOut(run.what, run.limits.timeoutMs));
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    child.process.stdout.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > run.maxOutputBytes) {
-        stop(new ServiceError(413, 'payload_too_large', 'task_output_too_large',
-          `The ${run.what} produced more than ${run.maxOutputBytes} bytes for this input and was stopped.`));
+        stop(payloadTooLarge('task_output_too_large', `The ${run.what} produced more than ${run.maxOutputBytes} bytes for this input and was stopped.`));
       } else {
         out.push(chunk);
       }
     });
-    child.stderr.on('data', (chunk: Buffer) => void (stderr = (stderr + chunk.toString()).slice(-500)));
-    child.stdin.on('error', () => {}); // a program that exits early closes its stdin: its exit code says why
-    child.stdin.end(run.input);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(new ServiceError(500, 'internal_error', 'task_failed', `The ${run.what} could not start: ${err.message}.`));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
+    child.process.stdin.end(run.input);
+    child.process.once('error', (err) => stop(taskFailed(run.what, `it could not start: ${err.message}`)));
+    child.whenClosed(({ code, signal: killed }) => {
+      signal.removeEventListener('abort', onAbort);
       if (failure) return reject(failure);
       if (code === 0) return resolve(Buffer.concat(out));
-      const why = signal ? `was stopped by ${signal} (over TASK_MEMORY_MB?)` : `failed: ${stderr.trim().split('\n').at(-1) ?? `exit ${code}`}`;
-      reject(new ServiceError(400, 'invalid_request_error', 'invalid_content', `The ${run.what} ${why}.`));
+      const why = killed ? `it was stopped by ${killed} (over TASK_MEMORY_MB?)` : child.lastStderrLine(`exit ${code}`);
+      reject(run.blame === 'service' ? taskFailed(run.what, why) : invalidOutput(run.what, why));
     });
   });
 }

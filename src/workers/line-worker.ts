@@ -1,25 +1,32 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { ServiceError } from '../errors/service-error.ts';
+import type { Child } from './child.ts';
+import type { QueueLimits } from './job-queue.ts';
+import { Supervisor } from './supervisor.ts';
+import { engineAnswered, taskFailed, taskTimedOut } from './task-errors.ts';
 
-export interface LineWorkerOptions {
+export interface LineWorkerOptions extends QueueLimits {
   /** Shown in errors: "the text guard". */
   name: string;
   command: string;
   args: string[];
   env?: Record<string, string>;
-  /** A request still unanswered after this ends the worker; the next request starts it anew. */
+  /** A request still unanswered this long after it was queued ends the worker; the next request starts it anew. */
   timeoutMs: number;
 }
 
-/** Why a line worker failed a request: it could not start, it stopped, it overran, or it said so. */
-export class LineWorkerError extends Error {
-  constructor(message: string, readonly kind: 'start' | 'stopped' | 'timeout' | 'answer') {
-    super(message);
+/**
+ * Why a line worker failed a request: it could not start, it stopped, it overran (a 503 like any
+ * task's), or it answered `{"error": ...}` (`answer` holds that whole line, for the caller to read).
+ */
+export class LineWorkerError extends ServiceError {
+  constructor(base: ServiceError, readonly kind: 'start' | 'stopped' | 'timeout' | 'answer', readonly answer: Record<string, unknown> = {}) {
+    super(base.status, base.type, base.code, base.message, base.param, base.headers);
+    this.name = 'LineWorkerError';
   }
 }
 
-interface Running {
-  process: ChildProcessWithoutNullStreams;
+interface Session {
   lines: AsyncIterator<string>;
   /** The worker's first line, which says it is ready (and whatever else it wants known). */
   hello: Record<string, unknown>;
@@ -27,93 +34,58 @@ interface Running {
 
 /**
  * A long-lived child (a Python model server) that reads one JSON request per line on stdin and
- * writes one JSON answer per line on stdout, after a first line `{"ready": true, ...}`. Started on
- * first use, so its model loads once; one request at a time; killed past the deadline or when it
- * dies, and started again by the next request.
+ * writes one JSON answer per line on stdout, after a first line `{"ready": true, ...}`. The
+ * Supervisor starts it on first use (so its model loads once), queues the requests and ends it
+ * past a deadline or when it dies; this is the protocol.
  */
 export class LineWorker<Request, Answer> {
-  private running: Promise<Running> | undefined;
-  private current: ChildProcessWithoutNullStreams | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly supervisor: Supervisor<Session>;
 
-  constructor(private readonly options: LineWorkerOptions) {}
+  constructor(options: LineWorkerOptions) {
+    const { name } = options;
+    this.supervisor = new Supervisor<Session>({
+      what: name, limits: options,
+      child: { command: options.command, args: options.args, env: options.env },
+      ready: async (child) => {
+        const lines = createInterface({ input: child.process.stdout })[Symbol.asyncIterator]();
+        const first = await lines.next();
+        const hello = first.done ? undefined : (JSON.parse(first.value) as Record<string, unknown>);
+        if (!hello?.ready) throw new Error(child.lastStderrLine('it stopped before it was ready'));
+        return { lines, hello };
+      },
+      failures: {
+        start: (why) => new LineWorkerError(taskFailed(name, `it could not start: ${why}`), 'start'),
+        exit: () => new LineWorkerError(taskFailed(name, 'it stopped'), 'stopped'),
+        timeout: () => new LineWorkerError(taskTimedOut(name, options.timeoutMs), 'timeout'),
+      },
+    });
+  }
 
   /** The worker's first line (starting it if needed). */
   async hello(): Promise<Record<string, unknown>> {
-    return (await this.start()).hello;
+    return (await this.supervisor.warm()).hello;
   }
 
-  request(request: Request): Promise<Answer> {
-    const run = this.queue.then(() => this.run(request));
-    this.queue = run.catch(() => undefined);
-    return run;
+  /** Queues `request`, counted against `caller`'s share (an API key id, where known). */
+  request(request: Request, caller?: string): Promise<Answer> {
+    return this.supervisor.run(caller, (session, child) => this.exchange(session, child, request));
   }
 
-  async close(): Promise<void> {
-    const running = this.running;
-    this.running = undefined;
-    if (running) (await running.catch(() => undefined))?.process.kill();
+  close(): Promise<void> {
+    return this.supervisor.close();
   }
 
-  private start(): Promise<Running> {
-    this.running ??= this.spawn().catch((err: Error) => {
-      this.running = undefined;
-      throw new LineWorkerError(`${this.options.name} could not start: ${err.message}`, 'start');
-    });
-    return this.running;
-  }
-
-  private async spawn(): Promise<Running> {
-    const { command, args, env } = this.options;
-    const child = spawn(command, args, { env: { ...process.env, ...env } });
-    this.current = child;
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr = (stderr + text).slice(-2000)));
-    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-    const running: Running = { process: child, lines, hello: {} };
-    child.on('exit', () => this.forget(child));
-    const spawned = new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', reject);
-    });
-    await spawned;
-    const first = await lines.next();
-    const hello = first.done ? undefined : (JSON.parse(first.value) as Record<string, unknown>);
-    if (!hello?.ready) throw new Error(stderr.trim().split('\n').at(-1) || 'it stopped before it was ready');
-    running.hello = hello;
-    return running;
-  }
-
-  /** A worker that died or was killed: the next request starts a new one. */
-  private forget(child: ChildProcessWithoutNullStreams): void {
-    if (this.current === child) {
-      this.current = undefined;
-      this.running = undefined;
+  private async exchange(session: Session, child: Child, request: Request): Promise<Answer> {
+    child.process.stdin.write(`${JSON.stringify(request)}\n`);
+    const line = await session.lines.next();
+    if (line.done) {
+      child.kill(); // its output ended: whatever is left of it is of no use
+      throw new LineWorkerError(taskFailed(this.supervisor.what, 'it stopped'), 'stopped');
     }
-  }
-
-  private async run(request: Request): Promise<Answer> {
-    const worker = await this.start();
-    worker.process.stdin.write(`${JSON.stringify(request)}\n`);
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        this.forget(worker.process);
-        worker.process.kill('SIGKILL');
-        reject(new LineWorkerError(`${this.options.name} took longer than ${this.options.timeoutMs} ms and was stopped`, 'timeout'));
-      }, this.options.timeoutMs);
-    });
-    try {
-      const line = await Promise.race([worker.lines.next(), deadline]);
-      if (line.done) {
-        this.forget(worker.process);
-        throw new LineWorkerError(`${this.options.name} stopped`, 'stopped');
-      }
-      const answer = JSON.parse(line.value) as Answer | { error: string };
-      if (answer && typeof answer === 'object' && 'error' in answer) throw new LineWorkerError(answer.error, 'answer');
-      return answer as Answer;
-    } finally {
-      clearTimeout(timer);
+    const answer = JSON.parse(line.value) as Answer | { error: string };
+    if (answer && typeof answer === 'object' && 'error' in answer) {
+      throw new LineWorkerError(engineAnswered(answer.error), 'answer', answer);
     }
+    return answer as Answer;
   }
 }

@@ -51,7 +51,7 @@ async function detections(ctx: RequestContext, tasks: TaskRegistry, images: Atta
   const routed = ctx.flags.bypassMoa ? undefined : await routedAttachments(ctx, tasks);
   let entry: PrecontextEntry | undefined = routed?.precontext.find((e) => e.name === 'object_detection');
   if (!entry && tasks.has('object_detection')) {
-    entry = await tasks.get('object_detection').run({ attachments: images, text: '', instructions: '', output: ctx.generation.output, signal: ctx.signal });
+    entry = await tasks.get('object_detection').run({ attachments: images, text: '', instructions: '', output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId });
   }
   return entry?.name === 'object_detection' ? entry.result.images : undefined;
 }
@@ -72,14 +72,14 @@ export function guard(deps: GuardDeps): Stage {
     const { guard } = deps;
 
     const [texts, pictures] = await Promise.all([inputTexts(ctx, deps.tasks), inputImages(ctx, deps.tasks, codes)]);
-    const input = await guard.check('input', texts, codes, pictures);
+    const input = await guard.check('input', texts, codes, pictures, ctx.caller.keyId);
     const entry = (result: typeof input): PrecontextEntry => ({ name: 'guardrails', result });
     if (!input.safe) return { events: textAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
 
     const answer = await next(ctx);
     const completion: Completion = { ...answer, precontext: [entry(input), ...answer.precontext] };
     const output: OutputCheck = {
-      check: (items) => guard.check('output', items, codes),
+      check: (items) => guard.check('output', items, codes, [], ctx.caller.keyId),
       onVerdict: (verdict) => {
         completion.precontext.push(entry(verdict));
         if (!verdict.safe) completion.blocked = true;

@@ -50,7 +50,7 @@ export function routedAttachments(ctx: RequestContext, tasks: TaskRegistry): Pro
   if (!routed) {
     routed = ctx.attachments().then((attachments) => {
       if (attachments.length === 0) return undefined;
-      const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal };
+      const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId };
       return routeAttachments(attachments, ctx.generation.messages, input, tasks);
     });
     routedOf.set(ctx.attachments, routed);

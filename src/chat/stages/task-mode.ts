@@ -26,7 +26,7 @@ export function taskMode(deps: TaskModeDeps): Stage {
     const attachments = await ctx.attachments();
     const entry = await task.run({
       attachments, text: lastUserText(ctx.body.messages), instructions: ctx.directives.instructions,
-      output: ctx.generation.output, signal: ctx.signal,
+      output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId,
     });
     return { events: textAnswer(JSON.stringify(entry)), precontext: [entry] };
   };

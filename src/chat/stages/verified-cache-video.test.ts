@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
-import { documentLimitsOf, pdfLimitsOf } from '../../tasks/create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../../tasks/create-tasks.ts';
 import { DocumentReader } from '../../tasks/ocr/document-reader.ts';
 import { createOcrTask } from '../../tasks/ocr/ocr-task.ts';
 import { PdfReader } from '../../tasks/ocr/pdf-reader.ts';
@@ -22,7 +22,7 @@ const ocrOf = (video: Buffer) => ({
 
 describe('the verified cache with videos', { timeout: 300_000 }, () => {
   let server: TestServer;
-  const reader = new TesseractReader(config.tasks.timeoutMs);
+  const reader = new TesseractReader(workerLimitsOf(config));
   const pdfs = new PdfReader(pdfLimitsOf(config));
   const offices = new DocumentReader(documentLimitsOf(config));
   before(async () => (server = await startTestServer({

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
+import type { QueueLimits } from '../../workers/job-queue.ts';
 import { LineWorker } from '../../workers/line-worker.ts';
 
 const SCRIPT = fileURLToPath(new URL('./guard_worker.py', import.meta.url));
@@ -18,7 +19,8 @@ export interface Thresholds {
   code: number;
 }
 
-export interface TextClassifierOptions {
+/** `timeoutMs` and the queue's bounds (a caller's share: one caller's long texts do not hold everyone's up). */
+export interface TextClassifierOptions extends QueueLimits {
   /** The Python of the guard's environment (`.venv-guard`). */
   python: string;
   /** The heads fitted by `guard_worker.py train` (`make setup` writes them). */
@@ -37,7 +39,7 @@ export class TextClassifier {
   constructor(options: TextClassifierOptions) {
     this.worker = new LineWorker({
       name: 'the text guard', command: options.python, args: [SCRIPT, 'serve', options.headsPath],
-      env: { GUARD_THREADS: String(options.threads) }, timeoutMs: options.timeoutMs,
+      env: { GUARD_THREADS: String(options.threads) }, timeoutMs: options.timeoutMs, maxQueued: options.maxQueued, perCaller: options.perCaller,
     });
   }
 
@@ -45,10 +47,10 @@ export class TextClassifier {
     return (await this.worker.hello()).thresholds as Thresholds;
   }
 
-  /** Per text, the scores of each of its spans. */
-  async score(texts: string[]): Promise<TextScores[][]> {
+  /** Per text, the scores of each of its spans; `caller` (an API key id) is counted in the queue's share. */
+  async score(texts: string[], caller?: string): Promise<TextScores[][]> {
     if (texts.length === 0) return [];
-    const { scores } = await this.worker.request({ texts });
+    const { scores } = await this.worker.request({ texts }, caller);
     return scores.map((spans) => spans.map(([harmful, ...codes]) => ({
       harmful: harmful!,
       codes: Object.fromEntries(TEXT_CODES.map((code, i) => [code, codes[i]!])) as Record<TextCode, number>,

@@ -21,7 +21,7 @@ const centreInside = (a: Box, b: Box) =>
 
 describe('gui_detection task', () => {
   const config = loadConfig({});
-  const reader = new TesseractReader(config.tasks.timeoutMs);
+  const reader = new TesseractReader(workerLimitsOf(config));
   const detector = new GuiDetector(reader, workerLimitsOf(config));
   after(() => Promise.all([detector.close(), reader.close()]));
 

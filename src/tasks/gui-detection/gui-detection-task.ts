@@ -8,7 +8,7 @@ export function createGuiDetectionTask(detector: GuiDetector): Task {
     async run(input) {
       const results = [];
       for (const image of attachmentsFor('gui_detection', input, ['image'], 'a screenshot or a screen recording')) {
-        results.push({ source: image.param, ...frameTime(image), ...(await detector.detect(image.bytes)) });
+        results.push({ source: image.param, ...frameTime(image), ...(await detector.detect(image.bytes, input.caller)) });
       }
       return { name: 'gui_detection', result: { images: results } };
     },

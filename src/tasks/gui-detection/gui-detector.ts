@@ -25,9 +25,10 @@ export class GuiDetector {
     return this.worker.close();
   }
 
-  async detect(image: Buffer): Promise<Omit<GuiImage, 'source'>> {
-    const { width, height, shapes } = await this.worker.run('findShapes', image);
-    const read = await this.reader.read(image);
+  /** `caller` (an API key id) is counted in the queues' shares. */
+  async detect(image: Buffer, caller?: string): Promise<Omit<GuiImage, 'source'>> {
+    const { width, height, shapes } = await this.worker.runFor(caller, 'findShapes', image);
+    const read = await this.reader.read(image, caller);
     const words = read.lines.flatMap((l) => l.words).filter(isWord);
     const elements: Element[] = [];
     for (const { kind, ...box } of shapes) {
@@ -37,7 +38,7 @@ export class GuiDetector {
         continue;
       }
       const inside = words.filter((w) => contains(box, w.bbox)).map((w) => w.text).join(' ');
-      const label = kind === 'button' && !inside ? await readLabel(image, box, this.reader) : inside;
+      const label = kind === 'button' && !inside ? await readLabel(image, box, this.reader, caller) : inside;
       elements.push({ type: kind, ...(label ? { text: label } : {}), score: kind === 'button' ? 0.8 : 0.7, bbox: box });
     }
     const widgets = elements.filter((e) => e.type === 'button' || e.type === 'input');
@@ -54,14 +55,14 @@ export class GuiDetector {
 const isWord = (w: { text: string; confidence: number }) => w.confidence > 0.3 && /[\p{L}\p{N}]/u.test(w.text);
 
 /** A label drawn light on dark: crop, invert, binarise, enlarge, and read it alone. */
-async function readLabel(image: Buffer, box: Box, reader: TesseractReader): Promise<string> {
+async function readLabel(image: Buffer, box: Box, reader: TesseractReader, caller: string | undefined): Promise<string> {
   // Separate pipelines: sharp applies its operations in a fixed order, not in the order written.
   const inverted = await sharp(image).flatten({ background: '#ffffff' })
     .extract({ left: box.x, top: box.y, width: box.width, height: box.height }).greyscale().negate().png().toBuffer();
   const clean = await sharp(inverted).threshold(128).png().toBuffer();
   const ready = await sharp(clean).extend({ top: 12, bottom: 12, left: 12, right: 12, background: '#ffffff' })
     .resize({ width: (box.width + 24) * 3 }).png().toBuffer();
-  return (await reader.read(ready)).lines.flatMap((l) => l.words).filter(isWord).map((w) => w.text).join(' ');
+  return (await reader.read(ready, caller)).lines.flatMap((l) => l.words).filter(isWord).map((w) => w.text).join(' ');
 }
 
 const contains = (outer: Box, inner: Box) =>

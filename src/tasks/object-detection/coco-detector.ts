@@ -22,8 +22,9 @@ export class CocoDetector {
     this.worker = new IsolatedWorker(new URL('./coco-detector.worker.ts', import.meta.url), 'object detection', limits);
   }
 
-  detect(image: Buffer): Promise<{ width: number; height: number; objects: DetectedObject[] }> {
-    return this.worker.run('detect', image);
+  /** `caller` (an API key id) is counted in the queue's share. */
+  detect(image: Buffer, caller?: string): Promise<{ width: number; height: number; objects: DetectedObject[] }> {
+    return this.worker.runFor(caller, 'detect', image);
   }
 
   /** Starts the worker and loads the model in it. */

@@ -8,7 +8,7 @@ export function createObjectDetectionTask(detector: CocoDetector): Task {
     async run(input) {
       const results = [];
       for (const image of attachmentsFor('object_detection', input, ['image'], 'an image or a video')) {
-        results.push({ source: image.param, ...frameTime(image), ...(await detector.detect(image.bytes)) });
+        results.push({ source: image.param, ...frameTime(image), ...(await detector.detect(image.bytes, input.caller)) });
       }
       return { name: 'object_detection', result: { images: results } };
     },

@@ -16,9 +16,9 @@ export class DocumentReader {
   }
 
   /** `source` names the file in errors, e.g. `messages[0].content[1]`. */
-  read(document: Buffer, source: string): Promise<OfficeDocument> {
+  read(document: Buffer, source: string, caller?: string): Promise<OfficeDocument> {
     const { maxInflatedBytes, maxImages, maxPixels } = this.limits;
-    return this.worker.run('readOfficeDocument', document, source, { maxInflatedBytes, maxImages, maxPixels });
+    return this.worker.runFor(caller, 'readOfficeDocument', document, source, { maxInflatedBytes, maxImages, maxPixels });
   }
 
   close(): Promise<void> {

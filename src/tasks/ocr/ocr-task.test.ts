@@ -11,12 +11,12 @@ import { ServiceError } from '../../errors/service-error.ts';
 import { blankPagesPdf, deflateBombPdf } from '../../testing/hostile-inputs.ts';
 import { PdfReader } from './pdf-reader.ts';
 import { loadConfig } from '../../config.ts';
-import { documentLimitsOf, pdfLimitsOf } from '../create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../create-tasks.ts';
 import { DocumentReader } from './document-reader.ts';
 
 const LINES = ['Invoice 4721 from Northwind Traders', 'Total due: 12.50 EUR by 30 June', 'Thank you for your order'];
 const config = loadConfig({});
-const reader = new TesseractReader(config.tasks.timeoutMs);
+const reader = new TesseractReader(workerLimitsOf(config));
 const pdfs = new PdfReader(pdfLimitsOf(config));
 const offices = new DocumentReader(documentLimitsOf(config));
 const task = createOcrTask(reader, pdfs, offices);
@@ -69,7 +69,7 @@ describe('ocr task', () => {
 
 describe('ocr task on hostile PDFs', { timeout: 300_000 }, () => {
   const config = loadConfig({ PDF_MAX_PAGES: '3' });
-  const reader = new TesseractReader(config.tasks.timeoutMs);
+  const reader = new TesseractReader(workerLimitsOf(config));
   const pdfs = new PdfReader(pdfLimitsOf(config));
   const offices = new DocumentReader(documentLimitsOf(config));
   const task = createOcrTask(reader, pdfs, offices);

@@ -25,9 +25,9 @@ export function createOcrTask(reader: TesseractReader, pdfs: PdfReader, offices:
       const documents: OcrDocument[] = [];
       for (const attachment of readable) {
         if (attachment.kind === 'image') {
-          pages.push({ source: attachment.param, page: attachment.frame?.number ?? 1, ...frameTime(attachment), method: 'ocr', ...(await reader.read(attachment.bytes)) });
+          pages.push({ source: attachment.param, page: attachment.frame?.number ?? 1, ...frameTime(attachment), method: 'ocr', ...(await reader.read(attachment.bytes, input.caller)) });
         } else {
-          const read = attachment.kind === 'pdf' ? await readPdf(attachment, reader, pdfs) : await readOffice(attachment, reader, offices);
+          const read = attachment.kind === 'pdf' ? await readPdf(attachment, reader, pdfs, input.caller) : await readOffice(attachment, reader, offices, input.caller);
           pages.push(...read.pages);
           documents.push(read.document);
         }
@@ -38,9 +38,9 @@ export function createOcrTask(reader: TesseractReader, pdfs: PdfReader, offices:
   };
 }
 
-async function readPdf(attachment: Attachment, reader: TesseractReader, pdfs: PdfReader): Promise<ReadDocument> {
+async function readPdf(attachment: Attachment, reader: TesseractReader, pdfs: PdfReader, caller: string | undefined): Promise<ReadDocument> {
   const source = attachment.param;
-  const layer = await pdfs.textLayer(attachment.bytes, source);
+  const layer = await pdfs.textLayer(attachment.bytes, source, caller);
   const pages: OcrPage[] = [];
   for (const p of layer.pages) {
     if (p.text.trim() !== '') {
@@ -48,19 +48,19 @@ async function readPdf(attachment: Attachment, reader: TesseractReader, pdfs: Pd
       continue;
     }
     const image = await pdfs.renderPage(attachment.bytes, p);
-    const read = (await isBlank(image)) ? await blankPage(image) : await reader.read(image);
+    const read = (await isBlank(image)) ? await blankPage(image) : await reader.read(image, caller);
     pages.push({ source, page: p.page, method: 'ocr', ...read });
   }
   return { pages, document: { source, format: 'pdf', page_count: layer.pageCount, pages_read: layer.pages.length } };
 }
 
 /** Page 1 is the document's text; each picture in it is a further page, read by OCR. */
-async function readOffice(attachment: Attachment, reader: TesseractReader, offices: DocumentReader): Promise<ReadDocument> {
+async function readOffice(attachment: Attachment, reader: TesseractReader, offices: DocumentReader, caller: string | undefined): Promise<ReadDocument> {
   const source = attachment.param;
-  const office = await offices.read(attachment.bytes, source);
+  const office = await offices.read(attachment.bytes, source, caller);
   const pages: OcrPage[] = [{ source, page: 1, method: 'document', width: 0, height: 0, text: office.markdown, confidence: 1, lines: [] }];
   for (const [i, image] of office.images.entries()) {
-    pages.push({ source, page: i + 2, picture: image.name, method: 'ocr', ...(await reader.read(image.png)) });
+    pages.push({ source, page: i + 2, picture: image.name, method: 'ocr', ...(await reader.read(image.png, caller)) });
   }
   const format = extensionOf(attachment.mime);
   return {

@@ -10,7 +10,7 @@ import {
   richTextDocument, spreadsheet, wordDocument,
 } from '../../testing/office-fixtures.ts';
 import { taskInput } from '../../testing/task-input.ts';
-import { documentLimitsOf, pdfLimitsOf } from '../create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../create-tasks.ts';
 import { DocumentReader } from './document-reader.ts';
 import { createOcrTask } from './ocr-task.ts';
 import { PdfReader } from './pdf-reader.ts';
@@ -23,7 +23,7 @@ const PICTURE = ['Delivery note 5530', 'Shipped to Oslo'];
 
 describe('ocr task on office documents', { timeout: 300_000 }, () => {
   const config = loadConfig({});
-  const reader = new TesseractReader(config.tasks.timeoutMs);
+  const reader = new TesseractReader(workerLimitsOf(config));
   const pdfs = new PdfReader(pdfLimitsOf(config));
   const offices = new DocumentReader(documentLimitsOf(config));
   const task = createOcrTask(reader, pdfs, offices);

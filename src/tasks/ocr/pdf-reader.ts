@@ -29,8 +29,8 @@ export class PdfReader {
   }
 
   /** `source` names the file in errors, e.g. `messages[0].content[1]`. */
-  textLayer(pdf: Buffer, source: string): Promise<TextLayer> {
-    return this.worker.run('readTextLayer', pdf, source, this.limits.maxPages, this.limits.maxInflatedBytes);
+  textLayer(pdf: Buffer, source: string, caller?: string): Promise<TextLayer> {
+    return this.worker.runFor(caller, 'readTextLayer', pdf, source, this.limits.maxPages, this.limits.maxInflatedBytes);
   }
 
   /** The page as PNG, from pdftoppm (given the PDF on stdin, it writes the PNG to stdout). */

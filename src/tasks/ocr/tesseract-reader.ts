@@ -1,97 +1,31 @@
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import sharp from 'sharp';
-import { createWorker, OEM, PSM, type Worker } from 'tesseract.js';
-import type { OcrLine } from '../../contract/wire-types.ts';
-import { taskTimedOut } from '../../workers/task-errors.ts';
+import { IsolatedWorker, type WorkerLimits } from '../../workers/isolated-worker.ts';
+import type { OcrLine, ReadImage, recognizeImage, warmTesseract } from './tesseract-engine.ts';
 
-export type { OcrLine };
-
-export interface ReadImage {
-  width: number;
-  height: number;
-  text: string;
-  confidence: number;
-  lines: OcrLine[];
-}
-
-/** Small text is read far better enlarged (measured: 8 px text from 15% to 0% character errors). */
-const UPSCALE_BELOW_WIDTH = 2000;
-/** …but a picture this large is not made four times larger. */
-const UPSCALE_MAX_PIXELS = 16_000_000;
-
-interface Box { x0: number; y0: number; x1: number; y1: number }
+export type { OcrLine, ReadImage };
 
 /**
- * Tesseract (tesseract.js, WebAssembly) with the English LSTM model from @tesseract.js-data/eng,
- * read from node_modules: nothing is downloaded, nothing cached to disk. One worker thread, made
- * on first use and kept; its recognitions run one at a time, each within `TASK_TIMEOUT_MS`, past
- * which the worker is ended and the next recognition starts a new one.
+ * OCR by Tesseract in a worker process of its own, under the task deadline and heap bound, one
+ * image at a time: tesseract.js runs its engine in a worker thread, and a thread that passes its
+ * heap limit can take the whole server down, where a child process takes only itself.
  */
 export class TesseractReader {
-  private worker: Promise<Worker> | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly worker: IsolatedWorker<{ recognizeImage: typeof recognizeImage; warmTesseract: typeof warmTesseract }>;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(limits: WorkerLimits) {
+    this.worker = new IsolatedWorker(new URL('./tesseract-reader.worker.ts', import.meta.url), 'OCR', limits);
+  }
 
-  async read(image: Buffer): Promise<ReadImage> {
-    const run = this.queue.then(() => this.recognize(image));
-    this.queue = run.catch(() => undefined);
-    return run;
+  /** `caller` (an API key id) is counted in the queue's share. */
+  read(image: Buffer, caller?: string): Promise<ReadImage> {
+    return this.worker.runFor(caller, 'recognizeImage', image);
   }
 
   /** Starts Tesseract and loads its language data. */
-  async warm(): Promise<void> {
-    await (this.worker ??= this.start());
+  warm(): Promise<void> {
+    return this.worker.run('warmTesseract');
   }
 
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = undefined;
-    if (worker) await (await worker).terminate();
-  }
-
-  private start(): Promise<Worker> {
-    const dataDir = dirname(createRequire(import.meta.url).resolve('@tesseract.js-data/eng/package.json'));
-    return createWorker('eng', OEM.LSTM_ONLY, { langPath: join(dataDir, '4.0.0_best_int'), gzip: true, cacheMethod: 'none' })
-      .then(async (worker) => {
-        await worker.setParameters({ tessedit_pageseg_mode: PSM.AUTO, preserve_interword_spaces: '1' });
-        return worker;
-      });
-  }
-
-  private async recognize(image: Buffer): Promise<ReadImage> {
-    const meta = await sharp(image).metadata();
-    const width = meta.width ?? 0;
-    const height = meta.height ?? 0;
-    const scale = width > 0 && width < UPSCALE_BELOW_WIDTH && width * height * 4 <= UPSCALE_MAX_PIXELS ? 2 : 1;
-    const prepared = await sharp(image).flatten({ background: '#ffffff' }).greyscale()
-      .resize({ width: Math.max(1, width * scale), kernel: 'lanczos3' }).png().toBuffer();
-    const { data } = await this.withDeadline((worker) => worker.recognize(prepared, {}, { text: true, blocks: true }));
-    const box = (b: Box) => ({ x: b.x0 / scale, y: b.y0 / scale, width: (b.x1 - b.x0) / scale, height: (b.y1 - b.y0) / scale });
-    const lines: OcrLine[] = (data.blocks ?? []).flatMap((block) => block.paragraphs.flatMap((p) => p.lines.map((line) => ({
-      text: line.text.trim(),
-      confidence: line.confidence / 100,
-      bbox: box(line.bbox),
-      words: line.words.map((w) => ({ text: w.text, confidence: w.confidence / 100, bbox: box(w.bbox) })),
-    })))).filter((l) => l.text !== '');
-    return { width, height, text: data.text.trim(), confidence: (data.confidence ?? 0) / 100, lines };
-  }
-
-  private async withDeadline<T>(work: (worker: Worker) => Promise<T>): Promise<T> {
-    const worker = (this.worker ??= this.start());
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        if (this.worker === worker) this.worker = undefined;
-        void worker.then((w) => w.terminate());
-        reject(taskTimedOut('OCR', this.timeoutMs));
-      }, this.timeoutMs);
-    });
-    try {
-      return await Promise.race([worker.then(work), deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
+  close(): Promise<void> {
+    return this.worker.close();
   }
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import { ServiceError } from '../../errors/service-error.ts';
@@ -53,6 +54,12 @@ describe('speech_to_text task (faster-whisper tiny.en)', () => {
   it('answers 400 for audio that cannot be decoded', async () => {
     await assert.rejects(task.run(taskInput({ attachments: [{ kind: 'audio', mime: 'audio/wav', bytes: Buffer.from('RIFF....WAVEjunk'), param: 'bad.wav' }] })),
       (e: unknown) => e instanceof ServiceError && e.status === 400 && /bad\.wav/.test(e.message));
+  });
+
+  it('decodes only the audio containers the service accepts: a Sun AU file ffmpeg could read is answered 400, not transcribed', async () => {
+    const au = execFileSync('ffmpeg', ['-nostdin', '-loglevel', 'error', '-f', 'wav', '-i', 'pipe:0', '-f', 'au', 'pipe:1'], { input: speech(SENTENCES, 'wav') });
+    await assert.rejects(task.run(taskInput({ attachments: [{ kind: 'audio', mime: 'audio/wav', bytes: au, param: 'sound.wav' }] })),
+      (e: unknown) => e instanceof ServiceError && e.status === 400 && /sound\.wav/.test(e.message));
   });
 
   it('refuses audio longer than AUDIO_MAX_SECONDS with 413 audio_too_long, without transcribing it', async () => {

@@ -12,7 +12,7 @@ export function createSpeechToTextTask(worker: WhisperWorker): Task {
       let duration = 0;
       let language = 'en';
       for (const file of audio) {
-        const transcript = await worker.transcribe(file.bytes, file.param);
+        const transcript = await worker.transcribe(file.bytes, file.param, input.caller);
         segments.push(...transcript.segments.map((s) => ({ source: file.param, ...s })));
         texts.push(transcript.text);
         duration += transcript.duration;

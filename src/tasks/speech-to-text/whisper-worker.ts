@@ -1,10 +1,10 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { invalidRequest, ServiceError } from '../../errors/service-error.ts';
-import { taskTimedOut } from '../../workers/task-errors.ts';
+import { invalidRequest, payloadTooLarge } from '../../errors/service-error.ts';
+import { runBounded } from '../../workers/bounded-process.ts';
+import type { WorkerLimits } from '../../workers/isolated-worker.ts';
+import { LineWorker, LineWorkerError } from '../../workers/line-worker.ts';
 import { makeTempDir } from '../../workers/temp-dirs.ts';
 
 export interface Transcript {
@@ -15,92 +15,68 @@ export interface Transcript {
 }
 
 const SCRIPT = fileURLToPath(new URL('./whisper_worker.py', import.meta.url));
+const SAMPLE_RATE = 16_000;
 
-export interface SpeechLimits {
-  /** `TASK_TIMEOUT_MS`: a transcription still running after this ends the worker. */
-  timeoutMs: number;
+/**
+ * ffmpeg reads one local file, in one of the audio containers the service accepts (wav, mp3, ogg,
+ * flac; webm as matroska, m4a as mov), and nothing it names: no playlists, no other files or URLs.
+ */
+const ONE_AUDIO_FILE = ['-protocol_whitelist', 'file', '-format_whitelist', 'wav,mp3,ogg,flac,matroska,mov'];
+
+export interface SpeechLimits extends WorkerLimits {
   /** `AUDIO_MAX_SECONDS`: longer audio is refused with 413, and never decoded past the limit. */
   maxSeconds: number;
 }
 
 /**
- * The Python worker (faster-whisper) as a long-lived child: started on first use, fed one audio
- * file at a time over stdin, answering one JSON line each. If it dies or overruns its deadline,
- * it is ended and the next call starts it anew.
+ * Speech to text: ffmpeg decodes the caller's audio here, as any untrusted file is (a bounded
+ * process: deadline, prlimit, whitelists), to 16 kHz mono samples; the Python worker
+ * (faster-whisper, a LineWorker: its model loads once) transcribes them.
  */
 export class WhisperWorker {
-  private child: Promise<{ process: ChildProcessWithoutNullStreams; lines: AsyncIterator<string> }> | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly worker: LineWorker<{ path: string }, Transcript>;
 
-  constructor(private readonly python: string, private readonly threads: number, private readonly limits: SpeechLimits) {}
-
-  transcribe(audio: Buffer, param: string): Promise<Transcript> {
-    const run = this.queue.then(() => this.run(audio, param));
-    this.queue = run.catch(() => undefined);
-    return run;
+  /** `python` runs whisper_worker.py (the `.venv-stt` one). */
+  constructor(python: string, threads: number, private readonly limits: SpeechLimits) {
+    this.worker = new LineWorker({ ...limits, name: 'speech-to-text', command: python, args: [SCRIPT], env: { STT_THREADS: String(threads) } });
   }
 
-  /** Starts the worker, which loads the Whisper model before it says it is ready. */
-  async warm(): Promise<void> {
-    await (this.child ??= this.start().catch((err: Error) => {
-      this.child = undefined;
-      throw err;
-    }));
-  }
-
-  async close(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (child) (await child).process.kill();
-  }
-
-  private start() {
-    const process = spawn(this.python, [SCRIPT], { env: { ...globalThis.process.env, STT_THREADS: String(this.threads) } });
-    process.stderr.resume(); // its warnings are not answers
-    process.on('exit', () => (this.child = undefined));
-    const lines = createInterface({ input: process.stdout })[Symbol.asyncIterator]();
-    return lines.next().then((first) => {
-      if (first.done || !JSON.parse(first.value).ready) throw new Error('the speech-to-text worker did not start');
-      return { process, lines };
-    });
-  }
-
-  private async run(audio: Buffer, param: string): Promise<Transcript> {
+  /** `param` names the file in errors; `caller` (an API key id) is counted in the queue's share. */
+  async transcribe(audio: Buffer, param: string, caller?: string): Promise<Transcript> {
     const dir = await makeTempDir('stt-');
     try {
-      const path = join(dir, 'audio');
-      await writeFile(path, audio);
-      const worker = await (this.child ??= this.start().catch((err: Error) => {
-        this.child = undefined;
-        throw new ServiceError(500, 'internal_error', 'stt_unavailable', `Speech-to-text could not start: ${err.message}`);
-      }));
-      worker.process.stdin.write(`${JSON.stringify({ path, max_seconds: this.limits.maxSeconds })}\n`);
-      const line = await this.withDeadline(worker.lines.next(), worker.process);
-      if (line.done) throw new ServiceError(500, 'internal_error', 'stt_failed', 'The speech-to-text worker stopped.');
-      const answer = JSON.parse(line.value) as Transcript | { error: string; too_long?: boolean };
-      if ('error' in answer) {
-        if (answer.too_long) throw new ServiceError(413, 'payload_too_large', 'audio_too_long', `${param}: ${answer.error}.`, param);
-        throw invalidRequest(`${param}: ${answer.error}`, 'invalid_content', param);
-      }
-      return answer;
+      const input = join(dir, 'audio');
+      await writeFile(input, audio, { mode: 0o600 });
+      const samples = join(dir, 'samples');
+      await writeFile(samples, await this.decode(input, param), { mode: 0o600 });
+      return await this.worker.request({ path: samples }, caller).catch((err: unknown) => {
+        if (err instanceof LineWorkerError && err.kind === 'answer') throw invalidRequest(`${param}: ${err.message}`, 'invalid_content', param);
+        throw err;
+      });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   }
 
-  /** Past the deadline the worker is killed (its exit clears it) and the call gets a 503. */
-  private async withDeadline<T>(answer: Promise<T>, process: ChildProcessWithoutNullStreams): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        process.kill('SIGKILL');
-        reject(taskTimedOut('speech-to-text', this.limits.timeoutMs));
-      }, this.limits.timeoutMs);
-    });
-    try {
-      return await Promise.race([answer, deadline]);
-    } finally {
-      clearTimeout(timer);
+  /** Starts the worker, which loads the Whisper model before it says it is ready. */
+  async warm(): Promise<void> {
+    await this.worker.hello();
+  }
+
+  close(): Promise<void> {
+    return this.worker.close();
+  }
+
+  /** 16-bit mono samples, never more than a second past `maxSeconds` (a file that declares hours costs no more). */
+  private async decode(file: string, param: string): Promise<Buffer> {
+    const { maxSeconds } = this.limits;
+    const pcm = await runBounded('ffmpeg', [
+      '-nostdin', '-hide_banner', '-loglevel', 'error', '-threads', '1', ...ONE_AUDIO_FILE, '-i', file,
+      '-t', String(maxSeconds + 1), '-vn', '-sn', '-dn', '-ac', '1', '-ar', String(SAMPLE_RATE), '-f', 's16le', 'pipe:1',
+    ], { what: `decoding of ${param}`, limits: this.limits, maxOutputBytes: (maxSeconds + 1) * SAMPLE_RATE * 2 });
+    if (pcm.length > maxSeconds * SAMPLE_RATE * 2) {
+      throw payloadTooLarge('audio_too_long', `${param}: the audio is longer than ${maxSeconds} s (AUDIO_MAX_SECONDS).`, param);
     }
+    return pcm;
   }
 }

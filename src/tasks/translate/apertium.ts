@@ -1,5 +1,9 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { runBounded } from '../../workers/bounded-process.ts';
+import type { WorkerLimits } from '../../workers/isolated-worker.ts';
+import { JobQueue } from '../../workers/job-queue.ts';
+import { taskTimedOut } from '../../workers/task-errors.ts';
 
 const run = promisify(execFile);
 
@@ -14,13 +18,22 @@ export interface Route {
   modes: string[];
 }
 
+/** Most bytes a translation may come to (the text is bounded by the request's size; this is far above it). */
+const MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+
 /**
- * Rule-based translation by Debian's apertium, one process per call (`-u`: unknown words are left
- * as they are, unmarked). Pairs are the installed modes; a missing pair pivots through Spanish or
- * English where both legs exist.
+ * Rule-based translation by Debian's apertium, one bounded process per mode (`-u`: unknown words
+ * are left as they are, unmarked), one translation at a time in a queue shared fairly between
+ * callers, its deadline counted from when it was queued. Pairs are the installed modes; a missing
+ * pair pivots through Spanish or English where both legs exist.
  */
 export class Apertium {
   private pairs: Promise<Map<string, string>> | undefined;
+  private readonly queue: JobQueue;
+
+  constructor(private readonly limits: WorkerLimits) {
+    this.queue = new JobQueue('translation', limits, () => taskTimedOut('translation', limits.timeoutMs));
+  }
 
   /** `from-to` (ISO 639-1) → mode name, for plain modes (no variants such as `_valencia`). */
   async supportedPairs(): Promise<Map<string, string>> {
@@ -47,20 +60,19 @@ export class Apertium {
     return undefined;
   }
 
-  async translate(text: string, route: Route): Promise<string> {
-    let current = text;
-    for (const mode of route.modes) {
-      // apertium reads standard input only from a pipe, and Node hands a child a socket: `cat` bridges.
-      const child = execFile('bash', ['-c', 'cat | apertium -u "$1"', 'apertium', mode], { timeout: 30_000, maxBuffer: 16 * 1024 * 1024 });
-      const output = new Promise<string>((resolve, reject) => {
-        let out = '';
-        child.stdout!.on('data', (d: Buffer) => (out += d));
-        child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`apertium ${mode} exited with ${code}`))));
-        child.on('error', reject);
-      });
-      child.stdin!.end(current);
-      current = (await output).split('\n').map((l) => l.trim()).join('\n').trim();
-    }
-    return current;
+  /** `caller` (an API key id) is counted in the queue's share. */
+  translate(text: string, route: Route, caller?: string): Promise<string> {
+    return this.queue.add(caller, async (signal) => {
+      let current = text;
+      for (const mode of route.modes) {
+        // apertium reads standard input only from a pipe, and Node hands a child a socket: `cat` bridges.
+        const out = await runBounded('bash', ['-c', 'cat | apertium -u "$1"', 'apertium', mode], {
+          what: `apertium ${mode} translation`, input: Buffer.from(current), limits: this.limits, maxOutputBytes: MAX_OUTPUT_BYTES,
+          signal, blame: 'service',
+        });
+        current = out.toString().split('\n').map((l) => l.trim()).join('\n').trim();
+      }
+      return current;
+    });
   }
 }

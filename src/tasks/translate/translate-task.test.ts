@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ServiceError } from '../../errors/service-error.ts';
 import { taskInput } from '../../testing/task-input.ts';
+import { loadConfig } from '../../config.ts';
+import { workerLimitsOf } from '../create-tasks.ts';
 import { Apertium } from './apertium.ts';
 import { createTranslateTask, readDirections } from './translate-task.ts';
 
-const task = createTranslateTask(new Apertium());
+const task = createTranslateTask(new Apertium(workerLimitsOf(loadConfig({}))));
 const translate = async (text: string, instructions: string) => {
   const entry = await task.run(taskInput({ text, instructions }));
   if (entry.name !== 'translate') throw new Error('not a translate entry');
@@ -38,6 +40,19 @@ describe('translate task (apertium)', () => {
       (e: unknown) => e instanceof ServiceError && e.status === 400 && /target language/.test(e.message));
     await assert.rejects(translate('Hello world, how are you today?', 'to it'),
       (e: unknown) => e instanceof ServiceError && e.code === 'unsupported_language_pair' && /en-es/.test(e.message));
+  });
+});
+
+describe('apertium under its bounds', { timeout: 120_000 }, () => {
+  const limits = workerLimitsOf(loadConfig({}));
+  const is = (status: number, code: string) => (e: unknown) => e instanceof ServiceError && e.status === status && e.code === code;
+
+  it('stops a translation past its deadline with 503 task_timeout (a test-only deadline of 1 ms)', async () => {
+    await assert.rejects(new Apertium({ ...limits, timeoutMs: 1 }).translate('The cat is black. '.repeat(1000), { modes: ['eng-spa'] }), is(503, 'task_timeout'));
+  });
+
+  it('answers a mode apertium cannot run with 500 task_failed: the input it never read is no crash (EPIPE)', async () => {
+    await assert.rejects(new Apertium(limits).translate('word '.repeat(2_000_000), { modes: ['xxx-yyy'] }), is(500, 'task_failed'));
   });
 });
 

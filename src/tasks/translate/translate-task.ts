@@ -38,7 +38,7 @@ export function createTranslateTask(apertium: Apertium): Task {
         const pairs = [...(await apertium.supportedPairs()).keys()].join(', ');
         throw invalidRequest(`No translation from ${source} to ${target} on this deployment. Pairs: ${pairs}.`, 'unsupported_language_pair', 'messages');
       }
-      const translated = route.modes.length ? await apertium.translate(text, route) : text;
+      const translated = route.modes.length ? await apertium.translate(text, route, input.caller) : text;
       return {
         name: 'translate',
         result: { source_language: source, target_language: target, text, translated_text: translated, engine: `apertium ${route.modes.join(' + ') || '(same language)'}` },
