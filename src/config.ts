@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';
+import type { PageLimits } from './tasks/scraper/html-page.ts';
 
 /** Every setting the service reads, from the environment, validated once at start. README lists them. */
 export interface Config {
@@ -99,15 +100,7 @@ export interface Config {
     documentMaxImages: number;
   };
   /** Bounds on what the scraper reads of one page (README, "Scraper"). */
-  scraper: {
-    maxHtmlBytes: number;
-    maxLinks: number;
-    maxTables: number;
-    /** All tables together. */
-    maxTableCells: number;
-    maxMetadata: number;
-    maxTextChars: number;
-  };
+  scraper: PageLimits;
   /** The Python of the speech-to-text worker's environment. */
   sttPython: string;
   guard: {
