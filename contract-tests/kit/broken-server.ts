@@ -2,7 +2,7 @@
 // a conformance kit must catch. It answers canned text; it is a test double, never a service.
 import { createServer, type Server, type ServerResponse } from 'node:http';
 
-export type Flaw = 'no-done' | 'no-role' | 'wrong-envelope' | 'accepts-bad-key';
+export type Flaw = 'no-done' | 'no-role' | 'wrong-envelope' | 'accepts-bad-key' | 'absent-finish-reason';
 
 export const GOOD_KEY = 'sk-broken-server';
 
@@ -36,7 +36,8 @@ export function startBrokenServer(flaws: Flaw[] = []): Promise<{ baseUrl: string
       return res.end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: call ? 'tool_calls' : 'stop' }], usage }));
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    const chunk = (delta: object, finish: string | null) => `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    // absent-finish-reason: LiteLLM's intermediate chunks, which leave the field out instead of null.
+    const chunk = (delta: object, finish: string | null) => `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, ...(finish === null && has('absent-finish-reason') ? {} : { finish_reason: finish }) }] })}\n\n`;
     res.write(chunk(has('no-role') ? { content: '' } : { role: 'assistant', content: '' }, null));
     res.write(chunk({ content: 'Hello there' }, null));
     res.write(chunk({}, 'stop'));

@@ -64,6 +64,33 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     });
   }
 
+  it('says what it saw: an intermediate chunk without finish_reason is reported as absent, not as having one', async () => {
+    const server = await startBrokenServer(['absent-finish-reason']);
+    closers.push(server.close);
+    const result = await grade(server.baseUrl, GOOD_KEY);
+    const check = result.checks.find((c) => c.id === 'stream-chunks')!;
+    assert.equal(check.status, 'fail');
+    assert.match(check.message, /intermediate chunk 1 of \d+: finish_reason is absent \(the field is missing\), where null is required/);
+  });
+
+  it('runs only what --only names and leaves out what --skip names, by id or group, and scores each group', async () => {
+    const server = await startBrokenServer(['no-done']);
+    closers.push(server.close);
+    const only = await runKit({ baseUrl: server.baseUrl, apiKey: GOOD_KEY, model: 'service', extensions: false, timeoutMs: 60_000, only: ['stream-done', 'bad-key'] });
+    assert.deepEqual(only.checks.map((c) => [c.id, c.status]), [['stream-done', 'fail'], ['bad-key', 'pass']]);
+    assert.deepEqual(only.scores.core, { passed: 1, failed: 1, notOffered: 0, notApplicable: 0, percent: 50 });
+    assert.equal(only.scores.compat.percent, null);
+    const skipped = await runKit({ baseUrl: server.baseUrl, apiKey: GOOD_KEY, model: 'service', extensions: false, timeoutMs: 60_000, skip: ['stream-done', 'stream-chunks', 'extension'] });
+    assert.ok(skipped.checks.length > 0 && skipped.checks.every((c) => !c.id.startsWith('stream-') && c.group !== 'extension'));
+    assert.ok(skipped.passed, 'without the stream checks, nothing fails');
+    const dir = mkdtempSync(join(tmpdir(), 'kit-report-'));
+    writeReport(only, dir);
+    const json = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+    assert.equal(json.checks[0].status, 'fail');
+    assert.equal(json.scores.overall.percent, 50);
+    assert.ok(!JSON.stringify(json).includes(GOOD_KEY), 'the key is not in the JSON report');
+  });
+
   it('is a package: packed, installed in a fresh project, run with npx, it grades and writes its report', async () => {
     const kit = fileURLToPath(new URL('.', import.meta.url));
     const packs = mkdtempSync(join(tmpdir(), 'kit-pack-'));
