@@ -33,16 +33,16 @@ export class NotOffered extends Error {}
 /** Nothing to grade: the specification leaves it open, or the kit was not given what it needs. */
 export class NotApplicable extends Error {}
 
-function expect(condition: unknown, message: string): asserts condition {
+export function expect(condition: unknown, message: string): asserts condition {
   if (!condition) throw new CheckFailure(message);
 }
 
 const ask = (model: string, extra: object = {}) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say hello.' }], ...extra });
 const FINISH = ['stop', 'length', 'tool_calls'];
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** The error envelope of §2.9: message, type and code, all strings. */
-function expectEnvelope(answer: Answer, status: number, type: string): void {
+export function expectEnvelope(answer: Answer, status: number, type: string): void {
   expect(answer.status === status, `expected status ${status}, got ${answer.status}`);
   const error = (answer.json as Json | undefined)?.error;
   expect(error && typeof error === 'object', 'the body is not the envelope {"error": {…}}');
@@ -51,9 +51,19 @@ function expectEnvelope(answer: Answer, status: number, type: string): void {
   expect(error.type === type, `expected error.type ${type}, got ${error.type}`);
 }
 
+/** A 400 in the envelope means the server says it lacks the feature: not offered, not failed. */
+export function offered(answer: Answer, what: string): void {
+  const error = (answer.json as Json | undefined)?.error;
+  if (answer.status === 400 && error && typeof error.message === 'string') {
+    throw new NotOffered(`${what}: refused with 400 ${error.code ?? ''}: ${error.message}`);
+  }
+  expect(answer.status === 200, `${what}: expected 200, or a 400 in the envelope if not offered; got ${answer.status}`);
+}
+
 /** The chunks of a streamed answer, checked for §6.1 on the way. */
-async function streamed(probe: Probe, body: object, headers: Record<string, string> = {}): Promise<Json[]> {
+export async function streamed(probe: Probe, body: object, headers: Record<string, string> = {}, offeredAs?: string): Promise<Json[]> {
   const answer = await probe.complete({ ...body, stream: true }, { headers });
+  if (offeredAs) offered(answer, offeredAs);
   expect(answer.status === 200, `expected status 200, got ${answer.status}`);
   expect((answer.headers.get('content-type') ?? '').startsWith('text/event-stream'), `content-type is ${answer.headers.get('content-type')}, not text/event-stream`);
   const events = streamEvents(answer.text);

@@ -1,4 +1,5 @@
 import { type Check, type CheckContext, CHECKS, type Group, NotApplicable, NotOffered } from './checks.ts';
+import { COMPAT_CHECKS } from './compat-checks.ts';
 import { type Exchange, Probe } from './http-probe.ts';
 import { type Rule, RULES } from './rules.ts';
 import { runSchemathesis, type SchemathesisOptions } from './schemathesis.ts';
@@ -88,7 +89,9 @@ export async function runKit(options: KitOptions): Promise<KitResult> {
   const baseUrl = options.baseUrl.replace(/\/$/, '');
   const checks: CheckResult[] = [];
   const context: CheckContext = { model: options.model, keyWithoutCredits: options.keyWithoutCredits, keyLowLimit: options.keyLowLimit, bodyLimitBytes: options.bodyLimitBytes };
-  for (const check of options.checks ?? CHECKS) {
+  // Core first, then what users hit most, then this service's extensions.
+  const all = options.checks ?? [...CHECKS.filter((c) => c.group === 'core'), ...COMPAT_CHECKS, ...CHECKS.filter((c) => c.group !== 'core')];
+  for (const check of all) {
     if (check.group === 'extension' && !options.extensions) continue;
     if (!chosen(check, options.only, options.skip)) continue;
     checks.push(await runCheck(check, new Probe(baseUrl, options.apiKey, AbortSignal.timeout(options.timeoutMs)), context, options.timeoutMs));
