@@ -31,9 +31,10 @@ export function startBrokenServer(flaws: Flaw[] = []): Promise<{ baseUrl: string
   const has = (flaw: Flaw) => flaws.includes(flaw);
   let served = 0;
   let lowLimitUsed = 0;
-  const fail = (res: ServerResponse, status: number, type: string, code: string, headers: Record<string, string> = {}) => {
+  const fail = (res: ServerResponse, status: number, type: string, code: string, headers: Record<string, string> = {}, param: string | null = null) => {
     res.writeHead(status, { 'content-type': 'application/json', ...headers });
-    res.end(JSON.stringify(has('wrong-envelope') ? { message: `${type}: ${code}`, status } : { error: { message: `${type}: ${code}`, type, code } }));
+    const message = param ? `${param} is not offered` : `${type}: ${code}`;
+    res.end(JSON.stringify(has('wrong-envelope') ? { message, status } : { error: { message, type, code, param } }));
   };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const text = Buffer.concat(await req.toArray()).toString('utf8');
@@ -62,8 +63,10 @@ export function startBrokenServer(flaws: Flaw[] = []): Promise<{ baseUrl: string
     if (noContent && has('needs-assistant-content')) return fail(res, 400, 'invalid_request_error', 'invalid_request');
     if (messages.filter((m) => m.role === 'tool').length > 1 && has('refuses-tool-history')) return fail(res, 400, 'invalid_request_error', 'invalid_request');
     // What it does not offer, it refuses: logprobs and n > 1.
-    if ((body.logprobs === true || body.top_logprobs != null) && !has('ignores-logprobs')) return fail(res, 400, 'invalid_request_error', 'unsupported_parameter');
-    if ((body.n ?? 1) > 1 && !has('ignores-n')) return fail(res, 400, 'invalid_request_error', 'unsupported_parameter');
+    if ((body.logprobs === true || body.top_logprobs != null) && !has('ignores-logprobs')) {
+      return fail(res, 400, 'invalid_request_error', 'unsupported_parameter', {}, body.logprobs === true ? 'logprobs' : 'top_logprobs');
+    }
+    if ((body.n ?? 1) > 1 && !has('ignores-n')) return fail(res, 400, 'invalid_request_error', 'unsupported_parameter', {}, 'n');
 
     served += 1;
     const id = has('shared-ids') ? 'service-1' : `service-${served}`;

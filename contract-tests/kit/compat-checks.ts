@@ -199,7 +199,7 @@ export const COMPAT_CHECKS: Check[] = [
     id: 'logprobs', title: 'logprobs: true is honoured (choices[0].logprobs.content) or refused with 400, never ignored', rules: [], group: 'compat',
     async run(probe, { model }) {
       const answer = await probe.complete({ model, max_tokens: 4, logprobs: true, messages: [{ role: 'user', content: 'Say hello.' }] });
-      offered(answer, 'logprobs');
+      offered(answer, 'logprobs', 'logprobs');
       const content = (answer.json as Json)?.choices?.[0]?.logprobs?.content;
       expect(Array.isArray(content) && content.length > 0 && content.every((t: Json) => typeof t.token === 'string' && typeof t.logprob === 'number'),
         `logprobs: true was answered 200 with choices[0].logprobs ${show((answer.json as Json)?.choices?.[0]?.logprobs)}: silently ignored`);
@@ -209,7 +209,7 @@ export const COMPAT_CHECKS: Check[] = [
     id: 'top-logprobs', title: 'top_logprobs: 2 is honoured (two alternatives per token) or refused with 400, never ignored', rules: [], group: 'compat',
     async run(probe, { model }) {
       const answer = await probe.complete({ model, max_tokens: 4, logprobs: true, top_logprobs: 2, messages: [{ role: 'user', content: 'Say hello.' }] });
-      offered(answer, 'top_logprobs');
+      offered(answer, 'top_logprobs', 'top_logprobs', 'logprobs');
       const content = (answer.json as Json)?.choices?.[0]?.logprobs?.content;
       expect(Array.isArray(content) && content.length > 0 && content.every((t: Json) => Array.isArray(t.top_logprobs) && t.top_logprobs.length === 2),
         `top_logprobs: 2 was answered 200 without two top_logprobs per token (${show(content)}): silently ignored`);
@@ -219,7 +219,7 @@ export const COMPAT_CHECKS: Check[] = [
     id: 'n-choices', title: 'n: 2 gives two choices or is refused with 400, never one choice', rules: [], group: 'compat',
     async run(probe, { model }) {
       const answer = await probe.complete({ model, max_tokens: 4, n: 2, messages: [{ role: 'user', content: 'Say hello.' }] });
-      offered(answer, 'n: 2');
+      offered(answer, 'n: 2', 'n');
       const choices = ((answer.json as Json)?.choices ?? []) as Json[];
       expect(choices.length === 2 && choices[0]?.index === 0 && choices[1]?.index === 1,
         `n: 2 was answered 200 with ${choices.length} choice(s) (indexes ${show(choices.map((c) => c.index))}): silently ignored`);
