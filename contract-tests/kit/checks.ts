@@ -164,13 +164,13 @@ export const CHECKS: Check[] = [
     async run(probe, { model }) {
       const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
       const question = { role: 'user', content: 'What is the weather in Paris?' };
-      const body = (await probe.complete({ model, max_tokens: 64, messages: [question], tools, tool_choice: 'required' })).json as Json;
+      const body = (await probe.complete({ model, max_tokens: 48, messages: [question], tools, tool_choice: 'required' })).json as Json;
       const choice = body?.choices?.[0];
       expect(choice?.finish_reason === 'tool_calls', `finish_reason is ${choice?.finish_reason}, not tool_calls`);
       const call = choice.message.tool_calls?.[0];
       expect(call && typeof call.id === 'string' && call.type === 'function' && call.function?.name === 'get_weather', 'tool_calls[0] lacks id, type function or name get_weather');
       expect((() => { try { return typeof JSON.parse(call.function.arguments) === 'object'; } catch { return false; } })(), 'the arguments are not a JSON object');
-      const followUp = await probe.complete({ model, max_tokens: 16, tools, messages: [question, choice.message, { role: 'tool', tool_call_id: call.id, content: '{"temperature":21}' }] });
+      const followUp = await probe.complete({ model, max_tokens: 8, tools, messages: [question, choice.message, { role: 'tool', tool_call_id: call.id, content: '{"temperature":21}' }] });
       expect(followUp.status === 200, `the tool result was answered ${followUp.status}`);
     },
   },

@@ -13,7 +13,9 @@ const WEATHER = { type: 'function', function: { name: 'get_weather', description
 const TIME = { type: 'function', function: { name: 'get_time', description: 'The time in a timezone', parameters: { type: 'object', properties: { timezone: { type: 'string' } }, required: ['timezone'] } } };
 const QUESTION = { role: 'user', content: 'What is the weather in Paris?' };
 
-const PLACE = { type: 'object', properties: { city: { type: 'string' }, country: { type: 'string' } }, required: ['city', 'country'], additionalProperties: false };
+// Enums and a boolean, not free strings: a small local model fills a free string until max_tokens,
+// and the check grades the server's schema handling, not the model's brevity.
+const PLACE = { type: 'object', properties: { country: { type: 'string', enum: ['France', 'Italy', 'Spain'] }, is_capital: { type: 'boolean' } }, required: ['country', 'is_capital'], additionalProperties: false };
 /** Multi-byte UTF-8 of 2, 3 and 4 bytes; an enum makes the model's answer exact. */
 const WORD = 'café 東京 🎉';
 const WORD_SCHEMA = { type: 'object', properties: { word: { type: 'string', enum: [WORD] } }, required: ['word'], additionalProperties: false };
@@ -47,7 +49,7 @@ export const COMPAT_CHECKS: Check[] = [
     id: 'json-schema', title: 'response_format json_schema answers parse and validate against the schema, strict too', rules: [], group: 'compat',
     async run(probe, { model }) {
       for (const strict of [false, true]) {
-        const answer = await probe.complete({ model, max_tokens: 96, messages: [{ role: 'user', content: 'Name a city and its country.' }],
+        const answer = await probe.complete({ model, max_tokens: 64, messages: [{ role: 'user', content: 'In which country is Paris, and is it the capital?' }],
           response_format: { type: 'json_schema', json_schema: { name: 'place', strict, schema: PLACE } } });
         offered(answer, `response_format json_schema (strict ${strict})`);
         const choice = (answer.json as Json)?.choices?.[0];
@@ -62,8 +64,9 @@ export const COMPAT_CHECKS: Check[] = [
   {
     id: 'tool-choice', title: 'tool_choice none gives no call, required a call, a named function that function', rules: ['§4.5'], group: 'compat',
     async run(probe, { model }) {
+      // A call needs room for its arguments; an answer without one only needs to show it made none.
       const ask = async (toolChoice: unknown) => {
-        const answer = await probe.complete({ model, max_tokens: 48, messages: [QUESTION], tools: [WEATHER, TIME], tool_choice: toolChoice });
+        const answer = await probe.complete({ model, max_tokens: toolChoice === 'none' ? 8 : 48, messages: [QUESTION], tools: [WEATHER, TIME], tool_choice: toolChoice });
         offered(answer, `tool_choice ${show(toolChoice)}`);
         return (answer.json as Json)?.choices?.[0] as Json;
       };
@@ -103,7 +106,7 @@ export const COMPAT_CHECKS: Check[] = [
         { id: 'call_paris', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
         { id: 'call_rome', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } },
       ];
-      const answer = await probe.complete({ model, max_tokens: 16, tools: [WEATHER], messages: [
+      const answer = await probe.complete({ model, max_tokens: 4, tools: [WEATHER], messages: [
         { role: 'user', content: 'What is the weather in Paris and in Rome?' },
         { role: 'assistant', content: null, tool_calls: calls },
         { role: 'tool', tool_call_id: 'call_paris', content: '{"temperature":21}' },
@@ -117,7 +120,7 @@ export const COMPAT_CHECKS: Check[] = [
     id: 'assistant-no-content', title: 'An assistant message with tool_calls and no content field is accepted', rules: ['§4.5'], group: 'compat',
     async run(probe, { model }) {
       const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
-      const answer = await probe.complete({ model, max_tokens: 16, tools: [WEATHER], messages: [
+      const answer = await probe.complete({ model, max_tokens: 4, tools: [WEATHER], messages: [
         QUESTION, { role: 'assistant', tool_calls: [call] }, { role: 'tool', tool_call_id: 'call_1', content: '{"temperature":21}' },
       ] });
       expect(answer.status === 200, `an assistant message without content was answered ${answer.status}: ${show((answer.json as Json)?.error?.message ?? answer.text)}`);
@@ -170,9 +173,9 @@ export const COMPAT_CHECKS: Check[] = [
     },
   },
   {
-    id: 'concurrent-streams', title: 'Six concurrent streams each keep one id of their own', rules: ['§6.2'], group: 'compat',
+    id: 'concurrent-streams', title: 'Four concurrent streams each keep one id of their own', rules: ['§6.2'], group: 'compat',
     async run(probe, { model }) {
-      const streams = await Promise.all(Array.from({ length: 6 }, (_, i) => streamed(probe, { model, max_tokens: 8, messages: [{ role: 'user', content: `Say hello to visitor ${i + 1}.` }] })));
+      const streams = await Promise.all(Array.from({ length: 4 }, (_, i) => streamed(probe, { model, max_tokens: 6, messages: [{ role: 'user', content: `Say hello to visitor ${i + 1}.` }] })));
       const ids = streams.map((chunks, i) => {
         const own = [...new Set(chunks.map((c) => c.id))];
         expect(own.length === 1, `stream ${i + 1} carries ${own.length} ids ${show(own)}: its chunks are mixed with another stream's`);
