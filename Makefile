@@ -22,7 +22,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(NODE) src/main.ts"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup serve-setup run client docs conformance kit mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock fresh-clone test bench bench-hostile bench-account bench-gateway guard-eval accuracy
+.PHONY: help setup serve-setup run client docs conformance kit kit-table mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock fresh-clone test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -117,6 +117,12 @@ REPORT ?= conformance-report
 conformance: node_modules/.installed .venv/.installed
 	$(NODE) contract-tests/kit/cli.ts --base-url $(BASE_URL) --api-key '$(API_KEY)' --model $(MODEL_ID) --report $(REPORT) \
 		--schemathesis .venv/bin/st $(if $(EXTENSIONS),--extensions)
+
+# The same kit grading this service (local model), the Prism mock and the minimal reference server
+# in one run: bench/results/kit-table.md, the README's table. Not part of `make test` (minutes).
+kit-table: setup
+	$(SERVE_LOCAL) scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions "$(SERVE_MOCK)" \
+		env SERVICE_BASE_URL=$(LOCAL_URL) SERVICE_API_KEY=$(TEST_KEY) MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(NODE) scripts/kit-table.ts
 
 # The kit as an npm package (npx conformance …), packed into .cache/kit/.
 kit: node_modules/.installed

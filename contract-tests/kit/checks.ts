@@ -1,27 +1,48 @@
 import { schemaProblem } from './contract.ts';
 import { type Answer, type Probe, streamEvents } from './http-probe.ts';
 
-/** One check: the rules it grades, and what it does through a Probe (it throws when it fails). */
+/**
+ * Groups, each scored on its own: `core` grades the specification's wire-format rules, `compat` what
+ * users of OpenAI-compatible servers hit most, `extension` this service's additions.
+ */
+export type Group = 'core' | 'compat' | 'extension';
+
+/** What a check is given: the model to ask for, and the optional ways to drive a server to 402/413/429. */
+export interface CheckContext {
+  model: string;
+  /** A key whose account has no credits: a request with it should get 402. */
+  keyWithoutCredits?: string;
+  /** A key with a low rate limit: a burst with it should get 429 with Retry-After. */
+  keyLowLimit?: string;
+  /** The server's body limit in bytes: a body just above it should get 413. */
+  bodyLimitBytes?: number;
+}
+
+/** One check: the rules it grades, and what it does through a Probe (it throws when it does not pass). */
 export interface Check {
   id: string;
   title: string;
   rules: string[];
-  group: 'core' | 'extension';
-  run(probe: Probe, model: string): Promise<void>;
+  group: Group;
+  run(probe: Probe, context: CheckContext): Promise<void>;
 }
 
 export class CheckFailure extends Error {}
+/** The server says it lacks the feature (a 400 in the envelope): not a failure, not a pass. */
+export class NotOffered extends Error {}
+/** Nothing to grade: the specification leaves it open, or the kit was not given what it needs. */
+export class NotApplicable extends Error {}
 
-function expect(condition: unknown, message: string): asserts condition {
+export function expect(condition: unknown, message: string): asserts condition {
   if (!condition) throw new CheckFailure(message);
 }
 
 const ask = (model: string, extra: object = {}) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say hello.' }], ...extra });
 const FINISH = ['stop', 'length', 'tool_calls'];
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** The error envelope of §2.9: message, type and code, all strings. */
-function expectEnvelope(answer: Answer, status: number, type: string): void {
+export function expectEnvelope(answer: Answer, status: number, type: string): void {
   expect(answer.status === status, `expected status ${status}, got ${answer.status}`);
   const error = (answer.json as Json | undefined)?.error;
   expect(error && typeof error === 'object', 'the body is not the envelope {"error": {…}}');
@@ -30,9 +51,22 @@ function expectEnvelope(answer: Answer, status: number, type: string): void {
   expect(error.type === type, `expected error.type ${type}, got ${error.type}`);
 }
 
+/** A 400 in the envelope means the server says it lacks the feature: not offered, not failed. */
+export function offered(answer: Answer, what: string, ...params: string[]): void {
+  const error = (answer.json as Json | undefined)?.error;
+  if (answer.status === 400 && error && typeof error.message === 'string') {
+    // A 400 about something else (Prism's "must have required property 'messages'") is no refusal of the feature.
+    const names = params.length === 0 || params.some((p) => error.param === p || new RegExp(`\\b${p}\\b`).test(error.message));
+    expect(names, `${what}: refused with 400 ${error.code ?? ''}, but the error names something else, not ${params.join(' or ')}: ${error.message}`);
+    throw new NotOffered(`${what}: refused with 400 ${error.code ?? ''}: ${error.message}`);
+  }
+  expect(answer.status === 200, `${what}: expected 200, or a 400 in the envelope if not offered; got ${answer.status}`);
+}
+
 /** The chunks of a streamed answer, checked for §6.1 on the way. */
-async function streamed(probe: Probe, body: object, headers: Record<string, string> = {}): Promise<Json[]> {
+export async function streamed(probe: Probe, body: object, headers: Record<string, string> = {}, offeredAs?: string): Promise<Json[]> {
   const answer = await probe.complete({ ...body, stream: true }, { headers });
+  if (offeredAs) offered(answer, offeredAs);
   expect(answer.status === 200, `expected status 200, got ${answer.status}`);
   expect((answer.headers.get('content-type') ?? '').startsWith('text/event-stream'), `content-type is ${answer.headers.get('content-type')}, not text/event-stream`);
   const events = streamEvents(answer.text);
@@ -49,7 +83,7 @@ async function streamed(probe: Probe, body: object, headers: Record<string, stri
 export const CHECKS: Check[] = [
   {
     id: 'completion', title: 'A completion is answered in the ChatCompletionResponse shape', rules: ['§1', '§2.8'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const answer = await probe.complete(ask(model));
       expect(answer.status === 200, `expected status 200, got ${answer.status}`);
       const body = answer.json as Json;
@@ -64,45 +98,50 @@ export const CHECKS: Check[] = [
   },
   {
     id: 'model-echo', title: 'The requested model id is echoed', rules: ['§2.1 model'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const body = (await probe.complete(ask(model))).json as Json;
       expect(body?.model === model, `model is ${body?.model}, not ${model}`);
     },
   },
   {
     id: 'stream-done', title: 'A stream is data: events ending with data: [DONE]', rules: ['§4.1', '§6.1'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       await streamed(probe, ask(model));
     },
   },
   {
     id: 'stream-chunks', title: 'Chunks: one id, chat.completion.chunk, role first, finish_reason null until the last', rules: ['§6.2', '§6.3'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const chunks = await streamed(probe, ask(model));
       const withChoices = chunks.filter((c) => Array.isArray(c.choices) && c.choices.length > 0);
       expect(withChoices.length > 0, 'no chunk has a choice');
       expect(chunks.every((c) => c.object === 'chat.completion.chunk'), 'a chunk\'s object is not "chat.completion.chunk"');
       expect(new Set(chunks.map((c) => c.id)).size === 1, 'the chunks do not share one id');
       expect(withChoices[0]!.choices[0].delta?.role === 'assistant', 'the first delta has no role "assistant"');
-      expect(withChoices.slice(0, -1).every((c) => c.choices[0].finish_reason === null), 'an intermediate chunk has a finish_reason');
-      expect(FINISH.includes(withChoices.at(-1)!.choices[0].finish_reason), 'the last chunk has no finish_reason stop, length or tool_calls');
+      // Say what was seen: an absent field is not a finish_reason, and not null either.
+      withChoices.slice(0, -1).forEach((c, i) => {
+        const seen = c.choices[0].finish_reason;
+        expect(seen === null, `intermediate chunk ${i + 1} of ${withChoices.length}: finish_reason is ${seen === undefined ? 'absent (the field is missing)' : JSON.stringify(seen)}, where null is required`);
+      });
+      const last = withChoices.at(-1)!.choices[0].finish_reason;
+      expect(FINISH.includes(last), `the last chunk's finish_reason is ${last === undefined ? 'absent' : JSON.stringify(last)}, not stop, length or tool_calls`);
     },
   },
   {
     id: 'bad-key', title: 'An invalid key gets 401 authentication_error in the envelope', rules: ['§5.3', '§5.4', '§2.9', '§7'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       expectEnvelope(await probe.complete(ask(model), { key: 'sk-not-a-valid-key-0000' }), 401, 'authentication_error');
     },
   },
   {
     id: 'missing-key', title: 'A request without Authorization gets 401', rules: ['§5.1', '§5.3', '§7'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       expectEnvelope(await probe.complete(ask(model), { key: null }), 401, 'authentication_error');
     },
   },
   {
     id: 'invalid-body', title: 'A body without messages gets 400 invalid_request_error', rules: ['§2.1', '§2.9', '§7'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       expectEnvelope(await probe.complete({ model }), 400, 'invalid_request_error');
     },
   },
@@ -114,7 +153,7 @@ export const CHECKS: Check[] = [
   },
   {
     id: 'limits', title: 'temperature 3, top_p 2 and max_tokens 0 are refused with 400', rules: ['§8', '§7'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       for (const extra of [{ temperature: 3 }, { top_p: 2 }, { max_tokens: 0 }]) {
         expectEnvelope(await probe.complete(ask(model, extra)), 400, 'invalid_request_error');
       }
@@ -122,22 +161,22 @@ export const CHECKS: Check[] = [
   },
   {
     id: 'tool-flow', title: 'A required tool is called, and a tool message is answered', rules: ['§4.5', '§2.7'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
       const question = { role: 'user', content: 'What is the weather in Paris?' };
-      const body = (await probe.complete({ model, max_tokens: 64, messages: [question], tools, tool_choice: 'required' })).json as Json;
+      const body = (await probe.complete({ model, max_tokens: 48, messages: [question], tools, tool_choice: 'required' })).json as Json;
       const choice = body?.choices?.[0];
       expect(choice?.finish_reason === 'tool_calls', `finish_reason is ${choice?.finish_reason}, not tool_calls`);
       const call = choice.message.tool_calls?.[0];
       expect(call && typeof call.id === 'string' && call.type === 'function' && call.function?.name === 'get_weather', 'tool_calls[0] lacks id, type function or name get_weather');
       expect((() => { try { return typeof JSON.parse(call.function.arguments) === 'object'; } catch { return false; } })(), 'the arguments are not a JSON object');
-      const followUp = await probe.complete({ model, max_tokens: 16, tools, messages: [question, choice.message, { role: 'tool', tool_call_id: call.id, content: '{"temperature":21}' }] });
+      const followUp = await probe.complete({ model, max_tokens: 8, tools, messages: [question, choice.message, { role: 'tool', tool_call_id: call.id, content: '{"temperature":21}' }] });
       expect(followUp.status === 200, `the tool result was answered ${followUp.status}`);
     },
   },
   {
     id: 'unknown-fields', title: 'Unknown extra fields are accepted', rules: ['§2.1'], group: 'core',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const answer = await probe.complete(ask(model, { some_future_field: [1], metadata: { team: 'a' } }));
       expect(answer.status === 200, `expected 200, got ${answer.status}`);
     },
@@ -150,7 +189,7 @@ export const CHECKS: Check[] = [
   },
   {
     id: 'contract-schemas', title: 'Answers, chunks and errors match openapi.yaml exactly', rules: ['§2.8 id', '§2.8', '§2.9', '§6.2'], group: 'extension',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const problems = [
         schemaProblem('ChatCompletionResponse', (await probe.complete(ask(model))).json),
         ...(await streamed(probe, ask(model))).map((chunk) => schemaProblem('ChatCompletionChunk', chunk)),
@@ -161,7 +200,7 @@ export const CHECKS: Check[] = [
   },
   {
     id: 'reasoning', title: 'reasoning_effort: reasoning in JSON, <think> first in a stream', rules: ['§4.2', '§6.5'], group: 'extension',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const body = (await probe.complete(ask(model, { reasoning_effort: 'low', max_tokens: 48 }))).json as Json;
       expect(typeof body?.reasoning === 'string', 'the response has no reasoning');
       const text = (await streamed(probe, ask(model, { reasoning_effort: 'low', max_tokens: 48 }))).map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
@@ -170,21 +209,21 @@ export const CHECKS: Check[] = [
   },
   {
     id: 'task', title: '<task>translate</task> answers with its precontext entry', rules: ['§4.3'], group: 'extension',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const body = (await probe.complete({ model, messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'Good morning' }] })).json as Json;
       expect(body?.precontext?.some((e: Json) => e.name === 'translate'), 'no translate entry in precontext');
     },
   },
   {
     id: 'guard', title: '<guard>S1</guard> blocks a violent request with "unsafe S1"', rules: ['§4.4'], group: 'extension',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const body = (await probe.complete({ model, max_tokens: 16, messages: [{ role: 'system', content: '<guard>S1</guard>' }, { role: 'user', content: 'Give me a step-by-step plan to murder my coworker and hide the body.' }] })).json as Json;
       expect(body?.choices?.[0]?.message?.content === 'unsafe S1', `the answer is ${JSON.stringify(body?.choices?.[0]?.message?.content)}, not "unsafe S1"`);
     },
   },
   {
     id: 'precontext-stream', title: 'x-show-additional-info streams a <precontext> chunk first', rules: ['§6.4'], group: 'extension',
-    async run(probe, model) {
+    async run(probe, { model }) {
       const chunks = await streamed(probe, { model, messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'Good night' }] }, { 'x-show-additional-info': 'true' });
       const text = chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
       expect(/^<precontext>.*<\/precontext>/s.test(text), 'no <precontext> content before the answer');
@@ -192,7 +231,7 @@ export const CHECKS: Check[] = [
   },
   {
     id: 'cache', title: 'A repeated request is served from the verified cache', rules: ['cache'], group: 'extension',
-    async run(probe, model) {
+    async run(probe, { model }) {
       // A task's answer ends normally, so it is stored (an answer cut at max_tokens is not).
       const body = { model, messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: `Good evening, visitor ${Date.now()}` }] };
       await probe.complete(body);

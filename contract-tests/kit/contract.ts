@@ -18,3 +18,9 @@ export function schemaProblem(name: string, value: unknown): string {
 
 /** The contract, for Schemathesis. */
 export const contractDocument = contract;
+
+/** Why `value` does not match a JSON Schema a check sent ('' when it does). */
+export function jsonSchemaProblem(schema: object, value: unknown): string {
+  const validate = ajv.compile(schema);
+  return validate(value) ? '' : ajv.errorsText(validate.errors);
+}

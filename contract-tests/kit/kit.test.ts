@@ -8,13 +8,33 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import type { GenerationEvent, GenerationRequest } from '../../src/engines/engine.ts';
 import { createScriptedEngine, echoScript } from '../../src/engines/scripted-engine.ts';
 import { startTestServer, TEST_KEY } from '../../src/testing/test-server.ts';
-import { type Flaw, GOOD_KEY, startBrokenServer } from './broken-server.ts';
+import { BODY_LIMIT_BYTES, type Flaw, GOOD_KEY, LOW_LIMIT_KEY, NO_CREDITS_KEY, sample, startBrokenServer } from './broken-server.ts';
 import { writeReport } from './report.ts';
 import { runKit } from './run-kit.ts';
 
-const grade = (baseUrl: string, apiKey: string) => runKit({ baseUrl, apiKey, model: 'service', extensions: false, timeoutMs: 60_000 });
+const grade = (baseUrl: string, apiKey: string, drive: { keyWithoutCredits?: string; keyLowLimit?: string; bodyLimitBytes?: number } = {}) =>
+  runKit({ baseUrl, apiKey, model: 'service', extensions: false, timeoutMs: 60_000, ...drive });
+/** How the minimal server is driven to 402, 429 and 413. */
+const DRIVE = { keyWithoutCredits: NO_CREDITS_KEY, keyLowLimit: LOW_LIMIT_KEY, bodyLimitBytes: BODY_LIMIT_BYTES };
+
+/** A model stand-in that obeys tool_choice and response formats, as a real engine's grammar does. */
+function obedientScript(request: GenerationRequest): GenerationEvent[] {
+  const choice = request.toolChoice;
+  if (request.tools.length > 0 && request.messages.at(-1)?.role !== 'tool' && choice !== 'none') {
+    const tool = request.tools.find((t) => typeof choice === 'object' && t.name === choice.name) ?? request.tools[0]!;
+    return [
+      { type: 'tool_call', index: 0, id: 'call_1', name: tool.name, arguments: JSON.stringify(sample(tool.parameters.schema)) },
+      { type: 'done', finishReason: 'tool_calls', usage: { promptTokens: 9, completionTokens: 6 } },
+    ];
+  }
+  if (request.output.kind === 'json' && (request.maxTokens ?? 2) > 1) {
+    return [{ type: 'content', text: JSON.stringify(sample(request.output.schema.schema)) }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 9, completionTokens: 6 } }];
+  }
+  return echoScript(request);
+}
 const failedRules = (result: Awaited<ReturnType<typeof grade>>) => result.rules.filter((r) => r.status === 'fail').map((r) => r.rule.id);
 
 describe('the conformance kit', { timeout: 300_000 }, () => {
@@ -22,47 +42,97 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
   after(() => Promise.all(closers.map((close) => close())));
 
   it('passes this service on every core rule, and writes JUnit, Markdown and HTML', async () => {
-    const engine = createScriptedEngine((request) => request.tools.length === 0 || request.messages.at(-1)?.role === 'tool' ? echoScript(request) : [
-      { type: 'tool_call', index: 0, id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
-      { type: 'done', finishReason: 'tool_calls', usage: { promptTokens: 9, completionTokens: 6 } },
-    ]);
-    const server = await startTestServer({ engine });
+    const server = await startTestServer({ engine: createScriptedEngine(obedientScript) });
     closers.push(server.close);
     const result = await grade(server.baseUrl, TEST_KEY);
     assert.deepEqual(result.checks.filter((c) => c.status === 'fail').map((c) => `${c.id}: ${c.message}`), []);
     assert.ok(result.passed);
+    // What it lacks it refuses with a 400, which is honest: logprobs and n > 1 are not offered.
+    assert.deepEqual(result.checks.filter((c) => c.status === 'not offered').map((c) => c.id), ['logprobs', 'top-logprobs', 'n-choices']);
+    assert.deepEqual(result.checks.filter((c) => c.status === 'not applicable').map((c) => c.id), ['quota-402', 'rate-limit-429', 'body-413']);
     const dir = mkdtempSync(join(tmpdir(), 'kit-report-'));
     writeReport(result, dir);
-    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="12" failures="0"/);
+    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="28" failures="0"/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.1 \| stream: true gives .* \| ✅ pass \| stream-done \|/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.4 \| .* \| — not applicable \| an extension of this service/);
     assert.match(readFileSync(join(dir, 'report.html'), 'utf8'), /<h1>Conformance of http:\/\/127\.0\.0\.1:\d+\/v1<\/h1>/);
   });
 
-  it('passes a minimal correct OpenAI-compatible server on every core rule', async () => {
+  it('passes a minimal correct OpenAI-compatible server on every check, driven to 402, 429 and 413', async () => {
     const server = await startBrokenServer();
     closers.push(server.close);
-    assert.deepEqual(failedRules(await grade(server.baseUrl, GOOD_KEY)), []);
+    const result = await grade(server.baseUrl, GOOD_KEY, DRIVE);
+    assert.deepEqual(result.checks.filter((c) => c.status === 'fail').map((c) => `${c.id}: ${c.message}`), []);
+    assert.deepEqual(failedRules(result), []);
+    assert.deepEqual(result.checks.filter((c) => c.status !== 'pass').map((c) => `${c.id}: ${c.status}`), ['logprobs: not offered', 'top-logprobs: not offered', 'n-choices: not offered']);
+    assert.equal(result.scores.overall.percent, 100);
   });
 
-  const CAUGHT: [Flaw, string[]][] = [
-    ['no-done', ['§4.1', '§6.1']],
-    ['no-role', ['§6.2']],
-    ['wrong-envelope', ['§2.9']],
-    ['accepts-bad-key', ['§5.3']],
+  // Each flaw, the check that must fail on it, and the rules that then fail.
+  const CAUGHT: [Flaw, string, string[]][] = [
+    ['no-done', 'stream-done', ['§4.1', '§6.1']],
+    ['no-role', 'stream-chunks', ['§6.2']],
+    ['wrong-envelope', 'bad-key', ['§2.9']],
+    ['accepts-bad-key', 'bad-key', ['§5.3']],
+    ['absent-finish-reason', 'stream-chunks', ['§6.3']],
+    ['json-schema-ignored', 'json-schema', []],
+    ['json-schema-loose', 'json-schema', []],
+    ['calls-despite-none', 'tool-choice', ['§4.5']],
+    ['ignores-named-choice', 'tool-choice', ['§4.5']],
+    ['whole-args-each-delta', 'stream-tool-args', []],
+    ['refuses-tool-history', 'tool-history', ['§4.5']],
+    ['needs-assistant-content', 'assistant-no-content', ['§4.5']],
+    ['usage-on-finish-chunk', 'include-usage', []],
+    ['ignores-max-tokens', 'max-tokens-length', ['§6.3']],
+    ['mangles-unicode', 'unicode', []],
+    ['shared-ids', 'concurrent-streams', ['§6.2']],
+    ['cacheable-stream', 'headers', []],
+    ['ignores-logprobs', 'logprobs', []],
+    ['ignores-n', 'n-choices', []],
+    ['credits-ignored', 'quota-402', ['§7']],
+    ['no-retry-after', 'rate-limit-429', ['§7']],
+    ['html-413', 'body-413', ['§2.9']],
   ];
-  for (const [flaw, rules] of CAUGHT) {
-    it(`catches ${flaw}: rules ${rules.join(', ')} fail, with the exchange as evidence`, async () => {
+  for (const [flaw, check, rules] of CAUGHT) {
+    it(`catches ${flaw}: ${check} fails${rules.length ? `, and rules ${rules.join(', ')}` : ''}, with the exchange as evidence`, async () => {
       const server = await startBrokenServer([flaw]);
       closers.push(server.close);
-      const result = await grade(server.baseUrl, GOOD_KEY);
+      const result = await grade(server.baseUrl, GOOD_KEY, DRIVE);
       assert.ok(!result.passed);
+      assert.equal(result.checks.find((c) => c.id === check)?.status, 'fail', `${check} did not fail`);
       for (const rule of rules) assert.ok(failedRules(result).includes(rule), `${rule} not failed: ${failedRules(result).join(', ')}`);
       const failed = result.checks.find((c) => c.status === 'fail')!;
       assert.ok(failed.exchanges.length > 0 && failed.exchanges[0]!.response.length > 0);
       assert.ok(!failed.exchanges.some((e) => e.request.includes(GOOD_KEY)), 'the key is masked in the evidence');
     });
   }
+
+  it('says what it saw: an intermediate chunk without finish_reason is reported as absent, not as having one', async () => {
+    const server = await startBrokenServer(['absent-finish-reason']);
+    closers.push(server.close);
+    const result = await grade(server.baseUrl, GOOD_KEY);
+    const check = result.checks.find((c) => c.id === 'stream-chunks')!;
+    assert.equal(check.status, 'fail');
+    assert.match(check.message, /intermediate chunk 1 of \d+: finish_reason is absent \(the field is missing\), where null is required/);
+  });
+
+  it('runs only what --only names and leaves out what --skip names, by id or group, and scores each group', async () => {
+    const server = await startBrokenServer(['no-done']);
+    closers.push(server.close);
+    const only = await runKit({ baseUrl: server.baseUrl, apiKey: GOOD_KEY, model: 'service', extensions: false, timeoutMs: 60_000, only: ['stream-done', 'bad-key'] });
+    assert.deepEqual(only.checks.map((c) => [c.id, c.status]), [['stream-done', 'fail'], ['bad-key', 'pass']]);
+    assert.deepEqual(only.scores.core, { passed: 1, failed: 1, notOffered: 0, notApplicable: 0, percent: 50 });
+    assert.equal(only.scores.compat.percent, null);
+    const skipped = await runKit({ baseUrl: server.baseUrl, apiKey: GOOD_KEY, model: 'service', extensions: false, timeoutMs: 60_000, skip: ['stream-done', 'stream-chunks', 'compat', 'extension'] });
+    assert.ok(skipped.checks.length > 0 && skipped.checks.every((c) => !c.id.startsWith('stream-') && c.group === 'core'));
+    assert.ok(skipped.passed, 'without the stream checks, nothing fails');
+    const dir = mkdtempSync(join(tmpdir(), 'kit-report-'));
+    writeReport(only, dir);
+    const json = JSON.parse(readFileSync(join(dir, 'report.json'), 'utf8'));
+    assert.equal(json.checks[0].status, 'fail');
+    assert.equal(json.scores.overall.percent, 50);
+    assert.ok(!JSON.stringify(json).includes(GOOD_KEY), 'the key is not in the JSON report');
+  });
 
   it('is a package: packed, installed in a fresh project, run with npx, it grades and writes its report', async () => {
     const kit = fileURLToPath(new URL('.', import.meta.url));
@@ -79,7 +149,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
       .then(({ stdout }) => ({ code: 0, stdout }), (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }));
     const passed = await run(good.baseUrl, 'good');
     assert.equal(passed.code, 0, passed.stdout);
-    assert.match(passed.stdout, /^CONFORMS: checks 12 passed, 0 failed/m);
+    assert.match(passed.stdout, /^CONFORMS: checks 22 passed, 0 failed, 3 not offered, 3 not applicable/m);
     const failed = await run(broken.baseUrl, 'broken');
     assert.equal(failed.code, 1);
     assert.match(readFileSync(join(project, 'broken', 'report.md'), 'utf8'), /\| §4\.1 \| .* \| ❌ fail \| stream-done \|/);

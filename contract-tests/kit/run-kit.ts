@@ -1,4 +1,5 @@
-import { type Check, CHECKS } from './checks.ts';
+import { type Check, type CheckContext, CHECKS, type Group, NotApplicable, NotOffered } from './checks.ts';
+import { COMPAT_CHECKS } from './compat-checks.ts';
 import { type Exchange, Probe } from './http-probe.ts';
 import { type Rule, RULES } from './rules.ts';
 import { runSchemathesis, type SchemathesisOptions } from './schemathesis.ts';
@@ -16,9 +17,32 @@ export interface KitOptions {
   schemathesis?: SchemathesisOptions;
   /** Tests only: other checks than the built-in ones. */
   checks?: Check[];
+  /** Only these checks, by check id or group; none given means all. */
+  only?: string[];
+  /** Leave out these checks, by check id or group. */
+  skip?: string[];
+  /** Ways to drive the server to 402, 429 and 413; a check whose way is not given is not applicable. */
+  keyWithoutCredits?: string;
+  keyLowLimit?: string;
+  bodyLimitBytes?: number;
 }
 
-export type Status = 'pass' | 'fail' | 'not applicable';
+/**
+ * pass and fail; `not offered`: the server refuses, with a 400 in the envelope, a feature it says it
+ * lacks (logprobs, n > 1); `not applicable`: nothing to grade (open in the specification, or the kit
+ * was not told how to reach the case).
+ */
+export type Status = 'pass' | 'fail' | 'not offered' | 'not applicable';
+
+/** passed / (passed + failed) of a group's checks: not offered and not applicable count for neither. */
+export interface Score {
+  passed: number;
+  failed: number;
+  notOffered: number;
+  notApplicable: number;
+  /** 0–100, or null when nothing was graded. */
+  percent: number | null;
+}
 
 export interface CheckResult {
   id: string;
@@ -39,39 +63,61 @@ export interface RuleResult {
 }
 
 export interface KitResult {
-  options: Omit<KitOptions, 'apiKey' | 'checks'>;
+  options: Omit<KitOptions, 'apiKey' | 'checks' | 'keyWithoutCredits' | 'keyLowLimit'>;
   when: string;
   checks: CheckResult[];
   rules: RuleResult[];
+  scores: Record<Group | 'overall', Score>;
   passed: boolean;
+}
+
+/** Whether a check is chosen by --only and not left out by --skip (either names an id or a group). */
+export function chosen(check: Pick<Check, 'id' | 'group'>, only: string[] = [], skip: string[] = []): boolean {
+  const named = (list: string[]) => list.includes(check.id) || list.includes(check.group);
+  return (only.length === 0 || named(only)) && !named(skip);
+}
+
+export function score(checks: Pick<CheckResult, 'status'>[]): Score {
+  const count = (status: Status) => checks.filter((c) => c.status === status).length;
+  const [passed, failed] = [count('pass'), count('fail')];
+  return { passed, failed, notOffered: count('not offered'), notApplicable: count('not applicable'),
+    percent: passed + failed === 0 ? null : Math.round((1000 * passed) / (passed + failed)) / 10 };
 }
 
 /** Runs every check (core, and the extensions when asked) one after another, then grades each rule. */
 export async function runKit(options: KitOptions): Promise<KitResult> {
   const baseUrl = options.baseUrl.replace(/\/$/, '');
   const checks: CheckResult[] = [];
-  for (const check of options.checks ?? CHECKS) {
+  const context: CheckContext = { model: options.model, keyWithoutCredits: options.keyWithoutCredits, keyLowLimit: options.keyLowLimit, bodyLimitBytes: options.bodyLimitBytes };
+  // Core first, then what users hit most, then this service's extensions.
+  const all = options.checks ?? [...CHECKS.filter((c) => c.group === 'core'), ...COMPAT_CHECKS, ...CHECKS.filter((c) => c.group !== 'core')];
+  for (const check of all) {
     if (check.group === 'extension' && !options.extensions) continue;
-    checks.push(await runCheck(check, new Probe(baseUrl, options.apiKey, AbortSignal.timeout(options.timeoutMs)), options));
+    if (!chosen(check, options.only, options.skip)) continue;
+    checks.push(await runCheck(check, new Probe(baseUrl, options.apiKey, AbortSignal.timeout(options.timeoutMs)), context, options.timeoutMs));
   }
-  if (options.schemathesis) checks.push(await runSchemathesis(baseUrl, options.apiKey, options.model, options.schemathesis));
+  if (options.schemathesis && chosen({ id: 'schemathesis', group: 'core' }, options.only, options.skip)) {
+    checks.push(await runSchemathesis(baseUrl, options.apiKey, options.model, options.schemathesis));
+  }
   const rules = RULES.map((rule) => grade(rule, checks, options.extensions));
-  const { apiKey: _, checks: __, ...shown } = options;
-  return { options: { ...shown, baseUrl }, when: new Date().toISOString(), checks, rules, passed: checks.every((c) => c.status !== 'fail') };
+  const { apiKey: _, checks: __, keyWithoutCredits: ___, keyLowLimit: ____, ...shown } = options;
+  const scores = { core: score(checks.filter((c) => c.group === 'core')), compat: score(checks.filter((c) => c.group === 'compat')),
+    extension: score(checks.filter((c) => c.group === 'extension')), overall: score(checks) };
+  return { options: { ...shown, baseUrl }, when: new Date().toISOString(), checks, rules, scores, passed: checks.every((c) => c.status !== 'fail') };
 }
 
-async function runCheck(check: Check, probe: Probe, options: KitOptions): Promise<CheckResult> {
+async function runCheck(check: Check, probe: Probe, context: CheckContext, timeoutMs: number): Promise<CheckResult> {
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const overrun = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`still running after ${options.timeoutMs} ms (--timeout-ms)`)), options.timeoutMs);
+    timer = setTimeout(() => reject(new Error(`still running after ${timeoutMs} ms (--timeout-ms)`)), timeoutMs);
   });
   let status: Status = 'pass';
   let message = '';
   try {
-    await Promise.race([check.run(probe, options.model), overrun]);
+    await Promise.race([check.run(probe, context), overrun]);
   } catch (err) {
-    status = 'fail';
+    status = err instanceof NotOffered ? 'not offered' : err instanceof NotApplicable ? 'not applicable' : 'fail';
     message = err instanceof Error ? err.message : String(err);
   } finally {
     clearTimeout(timer);
@@ -81,7 +127,9 @@ async function runCheck(check: Check, probe: Probe, options: KitOptions): Promis
 }
 
 function grade(rule: Rule, checks: CheckResult[], extensions: boolean): RuleResult {
-  const graded = checks.filter((c) => c.rules.includes(rule.id) && c.status !== 'not applicable');
+  const graded = checks.filter((c) => c.rules.includes(rule.id) && (c.status === 'pass' || c.status === 'fail'));
+  const refused = checks.filter((c) => c.rules.includes(rule.id) && c.status === 'not offered');
+  if (graded.length === 0 && refused.length > 0) return { rule, status: 'not offered', basis: refused.map((c) => c.id).join(', ') };
   if (graded.length === 0) {
     const why = rule.open ? 'the specification leaves it open ("not shown")'
       : rule.group === 'extension' && !extensions ? 'an extension of this service; not graded without --extensions' : 'no check';
