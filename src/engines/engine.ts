@@ -48,6 +48,10 @@ export interface GenerationRequest {
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Units of task work (pages read, seconds of audio…; src/chat/prices.ts), where tasks ran. */
+  taskUnits?: Partial<Record<string, number>>;
+  /** What the request was charged, set by the quota stage when it settles. */
+  credits?: number;
 }
 
 /**
