@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import sharp from 'sharp';
 import type { GenerationEvent } from '../engines/engine.ts';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
+import { withVerifiedOutput } from '../engines/verified-output.ts';
 import { invalidRequest } from '../errors/service-error.ts';
 import { TEXT_CODES } from '../guard/codes.ts';
 import { Guard, type TextScorer } from '../guard/guard.ts';
@@ -123,6 +124,24 @@ describe('what was generated is paid, and only that', () => {
       const { usage } = (await res.json()) as { usage: WireUsage };
       assert.ok(usage.completion_tokens > 0 && usage.prompt_tokens > 0, JSON.stringify(usage));
       assert.equal(await server.store.credits(record.id), 1000 - usage.prompt_tokens - usage.completion_tokens);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('charges the passes of an answer that failed its output check (output_validation_failed)', async () => {
+    // Not JSON, twice: each pass generated 4 tokens from a 3-token prompt.
+    const engine = withVerifiedOutput(createScriptedEngine(() => [
+      { type: 'content', text: 'not json at all' },
+      { type: 'done', finishReason: 'stop', usage: { promptTokens: 3, completionTokens: 4 } },
+    ]));
+    const server = await startTestServer({ quota, engine });
+    try {
+      const { key, record } = await server.keys.create('invalid', { credits: 1000 });
+      const res = await postCompletion(server.baseUrl, { ...hello, max_tokens: 50, response_format: { type: 'json_object' } }, { Authorization: `Bearer ${key}` });
+      const { error } = (await res.json()) as { error: { code: string } };
+      assert.deepEqual([res.status, error.code], [500, 'output_validation_failed']);
+      assert.equal(await server.store.credits(record.id), 1000 - 2 * (3 + 4), 'two passes generated, both paid');
     } finally {
       await server.close();
     }

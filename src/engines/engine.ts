@@ -79,3 +79,17 @@ export interface Engine {
   /** Tokens this engine has generated since it started, billed or not (the local engine counts them). */
   generatedTokens?(): number;
 }
+
+/**
+ * An engine's failure after it generated (an answer that failed its output check twice): the
+ * error carries the tokens spent, so the caller pays for them as for any generation.
+ */
+export function spentOn<E extends Error>(err: E, usage: TokenUsage): E {
+  return Object.assign(err, { spent: { ...usage } });
+}
+
+/** The tokens a failed generation had spent, when its error says. */
+export function spentOf(err: unknown): TokenUsage | undefined {
+  const spent = (err as { spent?: TokenUsage } | null)?.spent;
+  return spent && typeof spent.completionTokens === 'number' ? spent : undefined;
+}

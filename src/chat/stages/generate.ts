@@ -1,4 +1,4 @@
-import type { Engine, EngineMessage, GenerationEvent } from '../../engines/engine.ts';
+import { type Engine, type EngineMessage, type GenerationEvent, spentOf } from '../../engines/engine.ts';
 import type { Meter } from '../meter.ts';
 import type { Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
@@ -20,11 +20,17 @@ export function generate(engine: Engine): Stage {
 async function* metered(events: AsyncIterable<GenerationEvent>, messages: EngineMessage[], meter: Meter): AsyncGenerator<GenerationEvent> {
   const generation: NonNullable<Meter['generation']> = { prompt: messages.map((m) => m.content).join('\n'), started: false, text: '' };
   meter.generation = generation;
-  for await (const event of events) {
-    generation.started = true;
-    if (event.type === 'done') generation.usage = event.usage;
-    else generation.text += event.type === 'tool_call' ? (event.name ?? '') + event.arguments : event.text;
-    yield event;
+  try {
+    for await (const event of events) {
+      generation.started = true;
+      if (event.type === 'done') generation.usage = event.usage;
+      else generation.text += event.type === 'tool_call' ? (event.name ?? '') + event.arguments : event.text;
+      yield event;
+    }
+  } catch (err) {
+    const spent = spentOf(err); // failed after generating (its output check): those tokens are paid
+    if (spent) Object.assign(generation, { started: true, usage: spent });
+    throw err;
   }
 }
 
