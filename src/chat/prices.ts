@@ -33,7 +33,7 @@ export function creditsFor(prices: Prices, used: Used): number {
   const tokens = (used.promptTokens * prices.prompt + used.completionTokens * prices.completion) / 1000;
   let units = 0;
   for (const [unit, count] of Object.entries(used.taskUnits ?? {})) units += (count ?? 0) * (prices.units?.[unit as TaskUnit] ?? 0);
-  return Math.ceil(tokens + units - 1e-9);
+  return Math.max(0, Math.ceil(tokens + units - 1e-9)); // the epsilon: 0.1 + 0.2 is not 0.3 in floats
 }
 
 export function addUnits(into: TaskUnits, more: TaskUnits): TaskUnits {

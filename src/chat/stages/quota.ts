@@ -50,8 +50,10 @@ export function quota(store: Store, options: QuotaOptions): Stage {
 
     const maxTokens = ctx.generation.maxTokens ?? CONTRACT_MAX_TOKENS;
     const reserved = priceOf(options.prices, await mostUsed(ctx, promptTokens, maxTokens, bounds));
-    const metered = keyId !== 'env' && reserved > 0;
-    if (metered) {
+    // A request whose reservation is 0 is still metered: its real cost may be more (a task's audio
+    // was longer than could be known).
+    const metered = keyId !== 'env';
+    if (metered && reserved > 0) {
       const reservation = await store.reserveCredits(keyId, reserved);
       if (!reservation.ok) {
         throw insufficientQuota(`This request may cost up to ${reserved} credits (its prompt, max_tokens ${maxTokens} and the most its tasks can read); the key's balance is ${reservation.balance}. Top it up, or send a smaller max_tokens.`);
