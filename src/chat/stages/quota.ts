@@ -31,11 +31,14 @@ const MOA_TASKS: TaskName[] = ['ocr', 'object_detection', 'speech_to_text'];
 /**
  * Rate limits and credits, before any work. A key's requests and tokens per minute are admitted
  * by the store's GCRA (429 with `Retry-After` past them; every answer of a limited key carries the
- * `x-ratelimit-*` headers). Then the most the request can cost (its prompt and its max tokens) is
- * reserved from the key's balance in one atomic step (402 when the balance cannot cover it); when
- * the answer ends, the real cost is settled and the rest given back. A cache hit costs nothing; an
- * answer that never ends (an error, a client gone) costs its prompt only. The key of
- * `SERVICE_API_KEY` (id `env`) has no balance.
+ * `x-ratelimit-*` headers); a request larger than a minute's tokens is a 400. Then the most the
+ * request can cost (its prompt, its max tokens, the most its tasks can read) is reserved from the
+ * key's balance in one atomic step (402 when the balance cannot cover it). Later stages record what
+ * they really did on the request's meter; when the answer ends, however it ends, that real cost is
+ * taken (above the reservation too) and reported in the `done` event's usage (`taskUnits`,
+ * `credits`). A cache hit costs nothing; an answer that ends early (a caller gone, a failure, the
+ * output guard) pays the tasks that ran and the tokens generated, none if it generated none.
+ * The key of `SERVICE_API_KEY` (id `env`) has no balance.
  */
 export function quota(store: Store, options: QuotaOptions): Stage {
   const now = options.now ?? Date.now;
