@@ -373,6 +373,37 @@ export interface components {
             completion_tokens: number;
             /** @description prompt_tokens plus completion_tokens. */
             total_tokens: number;
+            task_units?: components["schemas"]["TaskUnits"];
+            /**
+             * @description A compatible addition: the credits this request was charged, at the server's prices
+             *     (`CREDITS_PER_*`): ⌈(prompt_tokens × prompt price + completion_tokens × completion
+             *     price) / 1000 + Σ task_units × their prices⌉. 0 for a cache hit (the usage shown is then
+             *     the one first generated) and for a key without a balance. A blocked, cut or failed
+             *     answer is charged what was really done: the tasks that ran, and the tokens generated
+             *     (counted from the text when the engine gave no count); a request refused before any
+             *     token (e.g. 400 `context_length_exceeded`) pays only the tasks that ran.
+             */
+            credits?: number;
+        };
+        /**
+         * @description A compatible addition: the internal tasks' work this request consumed (in task mode, and
+         *     by the MoA layer on attachments), in the units they are priced in; present when any task
+         *     ran. `prompt_tokens` and `completion_tokens` already include the text the MoA layer added
+         *     to the prompt and the scraper's extraction by the model.
+         */
+        TaskUnits: {
+            /** @description Pages OCR read: an image, a video frame, a PDF page, an office document's text or a picture in it. */
+            ocr_pages?: number;
+            /** @description Images or frames object or GUI detection looked at. */
+            detected_images?: number;
+            /** @description Started seconds of audio transcribed. */
+            audio_seconds?: number;
+            /** @description Web searches made. */
+            searches?: number;
+            /** @description Pages the scraper fetched or read. */
+            pages_fetched?: number;
+            /** @description Started 1,000s of characters translated. */
+            translated_kchars?: number;
         };
         /**
          * @description The raw output of one internal task. In task mode (`<task>NAME</task>`) the answer's
@@ -714,7 +745,9 @@ export interface components {
          *     message names the field. Codes: `invalid_json`, `invalid_request` (a schema violation or a
          *     rule across fields), `context_length_exceeded`, `invalid_json_schema`, `unknown_function`,
          *     `unsupported_parameter` (a feature this service does not offer: `logprobs`, `top_logprobs`),
-         *     `upstream_rejected` (an upstream model refused the request).
+         *     `upstream_rejected` (an upstream model refused the request), `tokens_over_rate_limit`
+         *     (the prompt and `max_tokens` are more than the key's tokens per minute: no wait would
+         *     admit it).
          */
         BadRequest: {
             headers: {
@@ -738,9 +771,13 @@ export interface components {
         };
         /**
          * @description The key's credit balance cannot cover the request. Before any work, the most the request
-         *     can cost (its prompt and its max tokens, priced per 1,000 tokens) is reserved from the
-         *     balance; when the answer ends, the real cost is taken and the rest given back. Send a
-         *     smaller `max_tokens` to reserve less. A key without a balance is unlimited.
+         *     can cost (its prompt and its max tokens, priced per 1,000 tokens, and the most its tasks
+         *     can read from its attachments, priced per unit: see `Usage.credits` and `TaskUnits`) is
+         *     reserved from the balance; when the answer ends, the real cost is taken and the rest given
+         *     back. A real cost above the reservation (the MoA text made the prompt longer) is taken all
+         *     the same, and the balance may end below zero by that much; the next request is then
+         *     refused until it is topped up. Send a smaller `max_tokens` to reserve less. A key without
+         *     a balance is unlimited.
          */
         InsufficientQuota: {
             headers: {
@@ -784,8 +821,9 @@ export interface components {
         /**
          * @description The key's requests or tokens per minute are used up (code `rate_limit_exceeded`); retry
          *     after `Retry-After` seconds, when the request would be admitted. Limits are per key, over
-         *     a sliding minute (GCRA); a request's prompt counts against the tokens when it is
-         *     admitted and its answer's tokens once generated.
+         *     a sliding minute (GCRA); a request's prompt counts against the tokens, whole, when it is
+         *     admitted and the rest of what it used (its answer's tokens, the text the MoA layer added)
+         *     once done.
          */
         RateLimited: {
             headers: {

@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import type { TaskUnits } from './chat/prices.ts';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';
@@ -29,6 +30,8 @@ export interface Config {
     /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
     per1kPromptTokens: number;
     per1kCompletionTokens: number;
+    /** Credits per unit of each task's work (src/chat/prices.ts says why each unit). */
+    perUnit: Required<TaskUnits>;
   };
   /** Per-key limits for keys without their own; null: none. */
   defaultLimits: { rpm: number | null; tpm: number | null };
@@ -148,6 +151,8 @@ const ENV = z.object({
   CACHE_SCOPE: oneOf(['key', 'global']), CACHE_TTL_SECONDS: integer(1, 31_536_000), CACHE_MAX_ENTRIES: integer(0, 10_000_000),
   CACHE_MAX_BYTES: integer(0, 2 ** 48), CACHE_MAX_ENTRY_BYTES: integer(1, 512 * 1024 * 1024), // 512 MiB: Redis's largest string
   CREDITS_PER_1K_PROMPT_TOKENS: decimal(), CREDITS_PER_1K_COMPLETION_TOKENS: decimal(),
+  CREDITS_PER_OCR_PAGE: decimal(), CREDITS_PER_DETECTED_IMAGE: decimal(), CREDITS_PER_AUDIO_SECOND: decimal(),
+  CREDITS_PER_SEARCH: decimal(), CREDITS_PER_PAGE_FETCHED: decimal(), CREDITS_PER_1K_TRANSLATED_CHARS: decimal(),
   DEFAULT_RPM: integer(1, 1_000_000_000), DEFAULT_TPM: integer(1, 1_000_000_000_000),
   NODE_ENV: text(), VALIDATE_RESPONSES: flag(),
   ENGINE: oneOf(['local', 'upstream']),
@@ -199,7 +204,18 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       maxBytes: env.CACHE_MAX_BYTES ?? 256 * 1024 * 1024,
       maxEntryBytes: env.CACHE_MAX_ENTRY_BYTES ?? 16 * 1024 * 1024,
     },
-    credits: { per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS ?? 1, per1kCompletionTokens: env.CREDITS_PER_1K_COMPLETION_TOKENS ?? 2 },
+    credits: {
+      per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS ?? 1,
+      per1kCompletionTokens: env.CREDITS_PER_1K_COMPLETION_TOKENS ?? 2,
+      perUnit: {
+        ocr_pages: env.CREDITS_PER_OCR_PAGE ?? 1,
+        detected_images: env.CREDITS_PER_DETECTED_IMAGE ?? 1,
+        audio_seconds: env.CREDITS_PER_AUDIO_SECOND ?? 0.05,
+        searches: env.CREDITS_PER_SEARCH ?? 2,
+        pages_fetched: env.CREDITS_PER_PAGE_FETCHED ?? 1,
+        translated_kchars: env.CREDITS_PER_1K_TRANSLATED_CHARS ?? 1,
+      },
+    },
     defaultLimits: { rpm: env.DEFAULT_RPM ?? null, tpm: env.DEFAULT_TPM ?? null },
     validateResponses: env.VALIDATE_RESPONSES ?? env.NODE_ENV !== 'production',
     engine: env.ENGINE ?? (env.UPSTREAM_BASE_URL ? 'upstream' : 'local'),

@@ -114,7 +114,12 @@ function listen(app: express.Express, port: number, host: string, setting = 'HOS
 /** Prices and service-wide limits, as the quota stage takes them. */
 export function quotaOptionsOf(config: Config): QuotaOptions {
   return {
-    prices: { prompt: config.credits.per1kPromptTokens, completion: config.credits.per1kCompletionTokens },
+    prices: { prompt: config.credits.per1kPromptTokens, completion: config.credits.per1kCompletionTokens, units: config.credits.perUnit },
+    bounds: {
+      pdfMaxPages: config.tasks.pdfMaxPages,
+      documentMaxImages: config.tasks.documentMaxImages,
+      audioMaxSeconds: Math.max(config.tasks.audioMaxSeconds, config.tasks.videoMaxSeconds),
+    },
     defaults: config.defaultLimits,
   };
 }

@@ -44,4 +44,6 @@ export const toWireUsage = (usage: TokenUsage) => ({
   prompt_tokens: usage.promptTokens,
   completion_tokens: usage.completionTokens,
   total_tokens: usage.promptTokens + usage.completionTokens,
+  ...(usage.taskUnits && Object.keys(usage.taskUnits).length > 0 ? { task_units: usage.taskUnits } : {}),
+  ...(usage.credits !== undefined ? { credits: usage.credits } : {}),
 });

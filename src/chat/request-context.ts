@@ -3,6 +3,7 @@ import type { GenerationRequest } from '../engines/engine.ts';
 import type { ResolvedAttachment } from '../inputs/attachments.ts';
 import type { Caller } from '../keys/caller.ts';
 import type { Directives } from './directives.ts';
+import type { Meter } from './meter.ts';
 
 export type Logger = Pick<Console, 'error' | 'warn'>;
 
@@ -35,4 +36,6 @@ export interface RequestContext {
   readonly directives: Directives;
   /** The request's images and files, decoded or fetched and checked once, on first use. */
   readonly attachments: () => Promise<ResolvedAttachment[]>;
+  /** What the request really did, for its bill (set by the quota stage; absent in stage tests without it). */
+  readonly meter?: Meter;
 }

@@ -48,6 +48,10 @@ export interface GenerationRequest {
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Units of task work (pages read, seconds of audio…; src/chat/prices.ts), where tasks ran. */
+  taskUnits?: Partial<Record<string, number>>;
+  /** What the request was charged, set by the quota stage when it settles. */
+  credits?: number;
 }
 
 /**
@@ -74,4 +78,18 @@ export interface Engine {
   countTokens?(text: string): number;
   /** Tokens this engine has generated since it started, billed or not (the local engine counts them). */
   generatedTokens?(): number;
+}
+
+/**
+ * An engine's failure after it generated (an answer that failed its output check twice): the
+ * error carries the tokens spent, so the caller pays for them as for any generation.
+ */
+export function spentOn<E extends Error>(err: E, usage: TokenUsage): E {
+  return Object.assign(err, { spent: { ...usage } });
+}
+
+/** The tokens a failed generation had spent, when its error says. */
+export function spentOf(err: unknown): TokenUsage | undefined {
+  const spent = (err as { spent?: TokenUsage } | null)?.spent;
+  return spent && typeof spent.completionTokens === 'number' ? spent : undefined;
 }

@@ -1,4 +1,4 @@
-import type { Engine, GenerationEvent, GenerationRequest, TokenUsage } from './engine.ts';
+import { type Engine, type GenerationEvent, type GenerationRequest, spentOn, type TokenUsage } from './engine.ts';
 import { ServiceError } from '../errors/service-error.ts';
 import { type FoldedGeneration, foldEvents, replayEvents } from './fold-events.ts';
 import { checkJson } from './json-schema.ts';
@@ -46,8 +46,8 @@ async function* verified(engine: Engine, request: GenerationRequest): AsyncGener
       return;
     }
   }
-  throw new ServiceError(500, 'internal_error', 'output_validation_failed',
-    `The model's answer did not conform after ${ATTEMPTS} attempts: ${problem}. It is safe to retry.`);
+  throw spentOn(new ServiceError(500, 'internal_error', 'output_validation_failed',
+    `The model's answer did not conform after ${ATTEMPTS} attempts: ${problem}. It is safe to retry.`), usage);
 }
 
 /** '' when the answer is what the request asked for, else the reason it is not. */

@@ -15,6 +15,8 @@ export interface TaskInput {
   signal: AbortSignal;
   /** Who asked (the API key id): engines that queue jobs count it in each caller's share. */
   caller?: string;
+  /** Hears the tokens of a model pass the task makes (the scraper's extraction), so they are billed. */
+  onTokens?: (usage: import('../engines/engine.ts').TokenUsage) => void;
 }
 
 /** A built-in task; `run` returns its precontext entry (the name it reports and its result). */

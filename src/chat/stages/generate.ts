@@ -1,4 +1,5 @@
-import type { Engine, EngineMessage } from '../../engines/engine.ts';
+import { type Engine, type EngineMessage, type GenerationEvent, spentOf } from '../../engines/engine.ts';
+import type { Meter } from '../meter.ts';
 import type { Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 
@@ -6,8 +7,31 @@ import type { RequestContext } from '../request-context.ts';
 export function generate(engine: Engine): Stage {
   return async function generate(ctx) {
     const messages = engine.readsImages ? await withImages(ctx) : ctx.generation.messages;
-    return { events: engine.generate({ ...ctx.generation, messages, signal: ctx.signal }), precontext: [] };
+    const events = engine.generate({ ...ctx.generation, messages, signal: ctx.signal });
+    return { events: ctx.meter ? metered(events, messages, ctx.meter) : events, precontext: [] };
   };
+}
+
+/**
+ * Records on the meter what the model was given and what it said, as it says it: an answer the
+ * output guard stops, or a caller leaves, is billed for what was generated, and an engine that
+ * reports no usage is billed from a count of its text.
+ */
+async function* metered(events: AsyncIterable<GenerationEvent>, messages: EngineMessage[], meter: Meter): AsyncGenerator<GenerationEvent> {
+  const generation: NonNullable<Meter['generation']> = { prompt: messages.map((m) => m.content).join('\n'), started: false, text: '' };
+  meter.generation = generation;
+  try {
+    for await (const event of events) {
+      generation.started = true;
+      if (event.type === 'done') generation.usage = event.usage;
+      else generation.text += event.type === 'tool_call' ? (event.name ?? '') + event.arguments : event.text;
+      yield event;
+    }
+  } catch (err) {
+    const spent = spentOf(err); // failed after generating (its output check): those tokens are paid
+    if (spent) Object.assign(generation, { started: true, usage: spent });
+    throw err;
+  }
 }
 
 /**

@@ -51,7 +51,8 @@ export function routedAttachments(ctx: RequestContext, tasks: TaskRegistry): Pro
     routed = ctx.attachments().then((attachments) => {
       if (attachments.length === 0) return undefined;
       const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId };
-      return routeAttachments(attachments, ctx.generation.messages, input, tasks);
+      // Each task's work is paid as in task mode, whether the answer is generated or the guard blocks it.
+      return routeAttachments(attachments, ctx.generation.messages, input, tasks, (entry) => ctx.meter?.task(entry, input));
     });
     routedOf.set(ctx.attachments, routed);
   }
@@ -66,12 +67,15 @@ export async function routeAttachments(
   messages: EngineMessage[],
   input: Omit<TaskInput, 'attachments'>,
   tasks: TaskRegistry,
+  onRun: (entry: PrecontextEntry) => void = () => {},
 ): Promise<Routed> {
   const precontext: PrecontextEntry[] = [];
   for (const name of new Set(attachments.flatMap((a) => TASKS_FOR[a.kind]))) {
     if (!tasks.has(name)) continue;
     const readable = attachments.filter((a) => TASKS_FOR[a.kind].includes(name));
-    precontext.push(await tasks.get(name).run({ ...input, attachments: readable }));
+    const entry = await tasks.get(name).run({ ...input, attachments: readable });
+    onRun(entry);
+    precontext.push(entry);
   }
   const texts = attachments.filter((a) => a.kind === 'text').map((a) => `${a.filename ?? a.param}:\n${a.bytes.toString('utf8')}`);
   const context = [...precontext.map(describe), ...texts].filter(Boolean).join('\n\n');

@@ -1,12 +1,17 @@
 import type { GenerationEvent, GenerationRequest, TokenUsage } from '../../engines/engine.ts';
-import { insufficientQuota, rateLimited } from '../../errors/service-error.ts';
+import { insufficientQuota, invalidRequest, rateLimited } from '../../errors/service-error.ts';
+import type { TaskName } from '../../tasks/task.ts';
+import { Meter } from '../meter.ts';
+import { addUnits, boundUnits, creditsFor as priceOf, type Prices, SCRAPER_EXTRACTION_MAX_TOKENS, type WorkBounds } from '../prices.ts';
 import type { RateDecision, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 
 export interface QuotaOptions {
-  /** Credits per 1,000 prompt and completion tokens (`CREDITS_PER_1K_*`). */
-  prices: { prompt: number; completion: number };
+  /** Credits per 1,000 prompt and completion tokens (`CREDITS_PER_1K_*`) and per task unit (`CREDITS_PER_*`). */
+  prices: Prices;
+  /** The most a task may read (page, image and duration limits), for reservations; defaults below. */
+  bounds?: WorkBounds;
   /** Service-wide per-key limits for keys without their own (`DEFAULT_RPM`, `DEFAULT_TPM`); null: none. */
   defaults: { rpm: number | null; tpm: number | null };
   /** Tokens in a text by the model's tokenizer, where the engine has one. */
@@ -18,38 +23,53 @@ export interface QuotaOptions {
 const CONTRACT_MAX_TOKENS = 32000;
 /** What a chat template adds around each message, roughly. */
 const TOKENS_PER_MESSAGE = 8;
+/** The deployment defaults of PDF_MAX_PAGES, DOCUMENT_MAX_IMAGES and AUDIO_MAX_SECONDS. */
+const DEFAULT_BOUNDS: WorkBounds = { pdfMaxPages: 20, documentMaxImages: 16, audioMaxSeconds: 900 };
+/** Which tasks the MoA layer may run on a request's attachments (src/chat/stages/moa-router.ts). */
+const MOA_TASKS: TaskName[] = ['ocr', 'object_detection', 'speech_to_text'];
 
 /**
  * Rate limits and credits, before any work. A key's requests and tokens per minute are admitted
  * by the store's GCRA (429 with `Retry-After` past them; every answer of a limited key carries the
- * `x-ratelimit-*` headers). Then the most the request can cost (its prompt and its max tokens) is
- * reserved from the key's balance in one atomic step (402 when the balance cannot cover it); when
- * the answer ends, the real cost is settled and the rest given back. A cache hit costs nothing; an
- * answer that never ends (an error, a client gone) costs its prompt only. The key of
- * `SERVICE_API_KEY` (id `env`) has no balance.
+ * `x-ratelimit-*` headers); a request larger than a minute's tokens is a 400. Then the most the
+ * request can cost (its prompt, its max tokens, the most its tasks can read) is reserved from the
+ * key's balance in one atomic step (402 when the balance cannot cover it). Later stages record what
+ * they really did on the request's meter; when the answer ends, however it ends, that real cost is
+ * taken (above the reservation too) and reported in the `done` event's usage (`taskUnits`,
+ * `credits`). A cache hit costs nothing; an answer that ends early (a caller gone, a failure, the
+ * output guard) pays the tasks that ran and the tokens generated, none if it generated none.
+ * The key of `SERVICE_API_KEY` (id `env`) has no balance.
  */
 export function quota(store: Store, options: QuotaOptions): Stage {
   const now = options.now ?? Date.now;
-  const creditsFor = (promptTokens: number, completionTokens: number) =>
-    Math.ceil((promptTokens * options.prices.prompt + completionTokens * options.prices.completion) / 1000);
+  const bounds = options.bounds ?? DEFAULT_BOUNDS;
+  const count = (text: string) => (options.countTokens ? options.countTokens(text) : Math.ceil(Buffer.byteLength(text) / 3));
 
   return async function quota(ctx, next) {
     const { keyId } = ctx.caller;
     const promptTokens = estimatePromptTokens(ctx.generation, options.countTokens);
     const limits = { rpm: ctx.caller.rpm ?? options.defaults.rpm, tpm: ctx.caller.tpm ?? options.defaults.tpm };
-    const headers = await admit(store, keyId, limits, promptTokens, now());
+    const headers = await admit(store, keyId, limits, promptTokens, ctx.generation.maxTokens, now());
 
-    const reserved = creditsFor(promptTokens, ctx.generation.maxTokens ?? CONTRACT_MAX_TOKENS);
-    const metered = keyId !== 'env' && reserved > 0;
-    if (metered) {
+    const maxTokens = ctx.generation.maxTokens ?? CONTRACT_MAX_TOKENS;
+    const reserved = priceOf(options.prices, await mostUsed(ctx, promptTokens, maxTokens, bounds));
+    // A request whose reservation is 0 is still metered: its real cost may be more (a task's audio
+    // was longer than could be known).
+    const metered = keyId !== 'env';
+    if (metered && reserved > 0) {
       const reservation = await store.reserveCredits(keyId, reserved);
       if (!reservation.ok) {
-        throw insufficientQuota(`This request may cost up to ${reserved} credits (its prompt and max_tokens ${ctx.generation.maxTokens ?? CONTRACT_MAX_TOKENS}); the key's balance is ${reservation.balance}. Top it up, or send a smaller max_tokens.`);
+        throw insufficientQuota(`This request may cost up to ${reserved} credits (its prompt, max_tokens ${maxTokens} and the most its tasks can read); the key's balance is ${reservation.balance}. Top it up, or send a smaller max_tokens.`);
       }
     }
-    /** Gives back what was reserved beyond `charge`; a failure is logged, never silent. */
+    /**
+     * Takes the real cost: gives back what was reserved beyond it, or takes what it went beyond
+     * (the MoA text made the prompt longer than could be known): the balance may then end below
+     * zero by that much, and the key's next request is refused until it is topped up. A failure is
+     * logged, never silent.
+     */
     const settle = async (charge: number) => {
-      const refund = reserved - Math.min(charge, reserved);
+      const refund = reserved - charge;
       if (!metered || refund === 0) return;
       try {
         await store.addCredits(keyId, refund);
@@ -57,29 +77,70 @@ export function quota(store: Store, options: QuotaOptions): Stage {
         ctx.log.error(`[${ctx.requestId}] credits not settled for ${keyId}: ${refund} of ${reserved} reserved not given back (${(err as Error).message})`);
       }
     };
+    const meter = new Meter();
+    /** The tokens and units really used: the model's own count where it gave one, else a count of what it said. */
+    const used = (reported?: TokenUsage): TokenUsage => {
+      const g = meter.generation;
+      const engine = g?.usage ?? (g?.started ? { promptTokens: 0, completionTokens: 0 } : undefined);
+      let promptTokens = engine?.promptTokens || (g?.started ? count(g.prompt) : 0);
+      let completionTokens = engine && (engine.completionTokens > 0 || !g?.text) ? engine.completionTokens : g?.text ? count(g.text) : 0;
+      if (!g && reported) ({ promptTokens, completionTokens } = reported); // an engine-less stage answered with usage
+      return {
+        promptTokens: promptTokens + meter.taskTokens.promptTokens,
+        completionTokens: completionTokens + meter.taskTokens.completionTokens,
+        taskUnits: { ...meter.units },
+      };
+    };
+    const bill = async (reported?: TokenUsage): Promise<TokenUsage> => {
+      const usage = used(reported);
+      const credits = keyId === 'env' ? 0 : priceOf(options.prices, usage);
+      if (limits.tpm !== null) await chargeTokens(store, keyId, limits.tpm, usage.completionTokens + usage.promptTokens - promptTokens, now(), ctx);
+      await settle(credits);
+      return { ...usage, credits };
+    };
     let answer: Completion;
     try {
-      answer = await next(ctx);
+      answer = await next({ ...ctx, meter });
     } catch (err) {
-      await settle(0); // refused before any generation: nothing to pay
+      await bill(); // refused or failed before its answer began: the tasks that ran are paid
       throw err;
     }
-    const onDone = async (usage: TokenUsage) => {
-      if (answer.cached) return settle(0);
-      if (limits.tpm !== null) await chargeTokens(store, keyId, limits.tpm, usage.completionTokens, now(), ctx);
-      return settle(creditsFor(usage.promptTokens, usage.completionTokens));
+    const onDone = async (usage: TokenUsage): Promise<TokenUsage> => {
+      if (answer.cached) {
+        await settle(0);
+        return { ...usage, credits: 0 };
+      }
+      return bill(usage);
     };
-    return { ...answer, headers: { ...answer.headers, ...headers }, events: settled(answer.events, onDone, () => settle(creditsFor(promptTokens, 0))) };
+    return { ...answer, headers: { ...answer.headers, ...headers }, events: settled(answer.events, onDone, async () => void (await bill())) };
   };
 }
 
 /**
- * Passes the events on, settling at `done` (before passing it on) or, if it never comes, when the
+ * The most a request can use, known before any work: its prompt, its max tokens, and what its
+ * tasks can read from its attachments (read once, here, as any later stage would).
+ */
+async function mostUsed(ctx: RequestContext, promptTokens: number, maxTokens: number, bounds: WorkBounds): Promise<TokenUsage> {
+  const task = ctx.directives.task as TaskName | undefined;
+  const tasks = task !== undefined ? [task] : ctx.flags.bypassMoa ? [] : MOA_TASKS;
+  const attachments = tasks.some((t) => t !== 'web_search' && t !== 'scraper' && t !== 'translate') ? await ctx.attachments() : [];
+  const text = ctx.body.messages.filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : '')).join('');
+  const units = addUnits({}, boundUnits(tasks, attachments, text, bounds));
+  if (task !== undefined) {
+    // A task answers without the model; only the scraper's extraction generates.
+    const extraction = task === 'scraper' ? SCRAPER_EXTRACTION_MAX_TOKENS : 0;
+    return { promptTokens: task === 'scraper' ? promptTokens + 2000 : 0, completionTokens: extraction, taskUnits: units };
+  }
+  return { promptTokens, completionTokens: maxTokens, taskUnits: units };
+}
+
+/**
+ * Passes the events on, settling at `done` (before passing it on, with the usage billed) or, if it never comes, when the
  * events end, fail or are closed, whichever is first, and only once. A plain iterator, not a
  * generator: a generator closed before its first read never runs its `finally`, and its
  * reservation would stay held (a shutdown, or a caller gone, can close the answer that early).
  */
-function settled(events: AsyncIterable<GenerationEvent>, onDone: (usage: TokenUsage) => Promise<void>,
+function settled(events: AsyncIterable<GenerationEvent>, onDone: (usage: TokenUsage) => Promise<TokenUsage>,
   onCut: () => Promise<void>): AsyncIterableIterator<GenerationEvent> {
   let source: AsyncIterator<GenerationEvent> | undefined;
   let ended = false;
@@ -106,7 +167,12 @@ function settled(events: AsyncIterable<GenerationEvent>, onDone: (usage: TokenUs
         await settle(onCut); // nothing to do when `done` came: settled once
         return finished;
       }
-      if (result.value.type === 'done') await settle(() => onDone((result.value as { usage: TokenUsage }).usage));
+      const event = result.value;
+      if (event.type === 'done') {
+        let billed: TokenUsage = event.usage;
+        await settle(async () => void (billed = await onDone(event.usage)));
+        return { done: false, value: { ...event, usage: billed } };
+      }
       return result;
     },
     async return() {
@@ -132,11 +198,16 @@ function estimatePromptTokens(request: GenerationRequest, countTokens?: (text: s
 
 /** Admits the request against its key's limits, or throws 429; answers the `x-ratelimit-*` headers. */
 async function admit(store: Store, keyId: string, limits: { rpm: number | null; tpm: number | null }, promptTokens: number,
-  nowMs: number): Promise<Record<string, string>> {
+  maxTokens: number | undefined, nowMs: number): Promise<Record<string, string>> {
+  if (limits.tpm !== null && promptTokens + (maxTokens ?? 0) > limits.tpm) {
+    // More than a minute's tokens: no wait would let it through, so waiting is not the answer.
+    throw invalidRequest(`This request needs ${promptTokens} prompt tokens${maxTokens ? ` and up to ${maxTokens} completion tokens` : ''}, more than this key's limit of ${limits.tpm} tokens per minute. Send a shorter prompt or a smaller max_tokens.`,
+      'tokens_over_rate_limit', 'messages');
+  }
   const requests = limits.rpm === null ? undefined : await store.rateLimit(`rpm:${keyId}`, limits.rpm, 1, nowMs);
   const tokens = limits.tpm === null || requests?.allowed === false
     ? undefined
-    : await store.rateLimit(`tpm:${keyId}`, limits.tpm, Math.min(promptTokens, limits.tpm), nowMs);
+    : await store.rateLimit(`tpm:${keyId}`, limits.tpm, promptTokens, nowMs);
   const headers = { ...rateHeaders('requests', requests), ...rateHeaders('tokens', tokens) };
   const refused = [requests, tokens].find((d) => d && !d.allowed);
   if (refused) {

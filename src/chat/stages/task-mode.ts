@@ -15,7 +15,8 @@ export interface TaskModeDeps {
 /**
  * `<task>NAME</task>`: the named task runs directly, without the language model; the answer's
  * content is the JSON text of its precontext entry. The response format must be open (any JSON),
- * except for the scraper, whose schema says what to extract. Without the directive: the next stage.
+ * except for the scraper, whose schema says what to extract. The work is recorded on the request's
+ * meter, and the quota stage bills it and reports it in `usage`. Without the directive: the next stage.
  */
 export function taskMode(deps: TaskModeDeps): Stage {
   return async function taskMode(ctx, next) {
@@ -24,10 +25,13 @@ export function taskMode(deps: TaskModeDeps): Stage {
     const task = deps.tasks.get(name);
     if (task.name !== 'scraper') checkOpenFormat(ctx.body);
     const attachments = await ctx.attachments();
+    const text = lastUserText(ctx.body.messages);
     const entry = await task.run({
-      attachments, text: lastUserText(ctx.body.messages), instructions: ctx.directives.instructions,
+      attachments, text, instructions: ctx.directives.instructions,
       output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId,
+      onTokens: (usage) => ctx.meter?.tokens(usage),
     });
+    ctx.meter?.task(entry, { text }); // what it read is paid, in its units (src/chat/prices.ts)
     return { events: textAnswer(JSON.stringify(entry)), precontext: [entry] };
   };
 }

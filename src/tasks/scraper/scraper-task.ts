@@ -1,3 +1,4 @@
+import { SCRAPER_EXTRACTION_MAX_TOKENS } from '../../chat/prices.ts';
 import { foldEvents } from '../../engines/fold-events.ts';
 import { compileSchema } from '../../engines/json-schema.ts';
 import type { Engine, OutputFormat } from '../../engines/engine.ts';
@@ -23,7 +24,7 @@ export function createScraperTask(deps: { engine: Engine; fetchLimits: FetchLimi
       const instructions = input.text.replace(URL_IN_TEXT, '').trim();
       const wantsSchema = input.output.kind === 'json' && Object.keys(input.output.schema.schema).length > 0;
       const extracted = wantsSchema || instructions
-        ? await extract(deps.engine, page.text, instructions, input.output, input.signal)
+        ? await extract(deps.engine, page.text, instructions, input.output, input.signal, input.onTokens)
         : undefined;
       return { name: 'scraper', result: { ...page, ...(extracted !== undefined ? { extracted } : {}) } };
     },
@@ -39,7 +40,8 @@ async function loadPage(input: TaskInput, limits: FetchLimits, pages: PageReader
   return pages.read(fetched.bytes, fetched.finalUrl);
 }
 
-async function extract(engine: Engine, pageText: string, instructions: string, output: OutputFormat, signal: AbortSignal): Promise<unknown> {
+async function extract(engine: Engine, pageText: string, instructions: string, output: OutputFormat, signal: AbortSignal,
+  onTokens?: TaskInput['onTokens']): Promise<unknown> {
   const format: OutputFormat = output.kind === 'json'
     ? output
     : { kind: 'json', name: 'extracted', schema: compileSchema({ type: 'object' }, 'response_format') };
@@ -48,8 +50,11 @@ async function extract(engine: Engine, pageText: string, instructions: string, o
       { role: 'system', content: 'Extract the requested data from the web page below. Answer with JSON only.' },
       { role: 'user', content: `${instructions || 'Extract the main facts.'}\n\nWeb page:\n${pageText.slice(0, EXTRACTION_CONTEXT_CHARS)}` },
     ],
+    // Bounded, as every generation a caller pays for: the reservation counts on this many.
+    maxTokens: SCRAPER_EXTRACTION_MAX_TOKENS,
     temperature: 0, topP: 1, stop: [], output: format, tools: [], toolChoice: 'none', parallelToolCalls: false, stream: false, signal,
   }));
+  onTokens?.(folded.usage);
   try {
     return JSON.parse(folded.content);
   } catch {

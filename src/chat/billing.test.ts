@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import sharp from 'sharp';
+import type { GenerationEvent } from '../engines/engine.ts';
+import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
+import { withVerifiedOutput } from '../engines/verified-output.ts';
+import { invalidRequest } from '../errors/service-error.ts';
+import { TEXT_CODES } from '../guard/codes.ts';
+import { Guard, type TextScorer } from '../guard/guard.ts';
+import { TaskRegistry } from '../tasks/registry.ts';
+import type { Task } from '../tasks/task.ts';
+import { dataUrl } from '../testing/fixtures.ts';
+import { hello, postCompletion, startTestServer } from '../testing/test-server.ts';
+
+// Issue 22: every unit of work is paid for, and `usage` says what was done.
+
+/** One credit per prompt token and per completion token; 10 per OCR page, 7 per detected image. */
+const prices = { prompt: 1000, completion: 1000, units: { ocr_pages: 10, detected_images: 7 } };
+const quota = { prices, defaults: { rpm: null, tpm: null } };
+const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: 'white' } }).png().toBuffer();
+
+/** An OCR double that "reads" `pages` pages from whatever it is given. */
+const fakeOcr = (pages: number, text = 'words read from the page'): Task => ({
+  name: 'ocr',
+  async run() {
+    return {
+      name: 'ocr',
+      result: {
+        text,
+        pages: Array.from({ length: pages }, (_, i) => ({
+          source: 'messages[0].content[1]', page: i + 1, method: 'ocr' as const, width: 8, height: 8, text, confidence: 0.9, lines: [],
+        })),
+      },
+    };
+  },
+});
+
+const withImage = (text: string, extra: object = {}, system?: string) => ({
+  ...hello, ...extra,
+  messages: [
+    ...(system ? [{ role: 'system', content: system }] : []),
+    { role: 'user', content: [{ type: 'text', text }, { type: 'image_url', image_url: { url: dataUrl('image/png', png) } }] },
+  ],
+});
+
+interface WireUsage { prompt_tokens: number; completion_tokens: number; task_units?: Record<string, number>; credits?: number }
+
+describe('task work is billed', () => {
+  it('charges task mode per unit of work and reports it in usage (task_units, credits)', async () => {
+    const server = await startTestServer({ quota, tasks: new TaskRegistry([fakeOcr(3)]) });
+    try {
+      const { key, record } = await server.keys.create('ocr', { credits: 1000 });
+      const res = await postCompletion(server.baseUrl, withImage('read it', {}, '<task>ocr</task>'), { Authorization: `Bearer ${key}` });
+      assert.equal(res.status, 200);
+      const { usage } = (await res.json()) as { usage: WireUsage };
+      assert.deepEqual(usage.task_units, { ocr_pages: 3 });
+      assert.equal(usage.credits, 30);
+      assert.equal(await server.store.credits(record.id), 970, 'three pages read at 10 credits each');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('charges the MoA work on attachments like the task, and the prompt with the MoA text, uncapped by the reservation', async () => {
+    const long = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
+    const server = await startTestServer({ quota, tasks: new TaskRegistry([fakeOcr(2, long)]) });
+    try {
+      const { key, record } = await server.keys.create('moa', { credits: 5000 });
+      const res = await postCompletion(server.baseUrl, withImage('what does it say', { max_tokens: 1 }), { Authorization: `Bearer ${key}` });
+      assert.equal(res.status, 200);
+      const { usage } = (await res.json()) as { usage: WireUsage };
+      assert.ok(usage.prompt_tokens > 300, `the MoA text is in the prompt (${usage.prompt_tokens})`);
+      assert.deepEqual(usage.task_units, { ocr_pages: 2 });
+      const due = usage.prompt_tokens + usage.completion_tokens + 20;
+      assert.equal(usage.credits, due);
+      assert.equal(await server.store.credits(record.id), 5000 - due);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses before any work a task the balance cannot cover', async () => {
+    let ran = 0;
+    const ocr = fakeOcr(1);
+    const counted: Task = { name: 'ocr', run: (input) => (ran++, ocr.run(input)) };
+    const server = await startTestServer({ quota, tasks: new TaskRegistry([counted]) });
+    try {
+      const { key, record } = await server.keys.create('poor', { credits: 5 });
+      const res = await postCompletion(server.baseUrl, withImage('read it', {}, '<task>ocr</task>'), { Authorization: `Bearer ${key}` });
+      assert.equal(res.status, 402);
+      assert.equal(ran, 0);
+      assert.equal(await server.store.credits(record.id), 5);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('what was generated is paid, and only that', () => {
+  it('charges nothing for a request refused 400 context_length_exceeded before any token', async () => {
+    const engine = createScriptedEngine(() => {
+      throw invalidRequest('too long for the context', 'context_length_exceeded', 'messages');
+    });
+    const server = await startTestServer({ quota, engine });
+    try {
+      const { key, record } = await server.keys.create('refused', { credits: 1000 });
+      const res = await postCompletion(server.baseUrl, { ...hello, max_tokens: 5 }, { Authorization: `Bearer ${key}` });
+      assert.equal(res.status, 400);
+      assert.equal(await server.store.credits(record.id), 1000);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('charges an answer whose engine reported no usage from a count of its text', async () => {
+    const engine = createScriptedEngine(() => [
+      ...'one two three four five six'.split(/(?<= )/).map((text): GenerationEvent => ({ type: 'content', text })),
+      { type: 'done', finishReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 } },
+    ]);
+    const server = await startTestServer({ quota, engine });
+    try {
+      const { key, record } = await server.keys.create('silent', { credits: 1000 });
+      const res = await postCompletion(server.baseUrl, { ...hello, max_tokens: 50 }, { Authorization: `Bearer ${key}`, 'x-service-bypass-cache': 'true' });
+      const { usage } = (await res.json()) as { usage: WireUsage };
+      assert.ok(usage.completion_tokens > 0 && usage.prompt_tokens > 0, JSON.stringify(usage));
+      assert.equal(await server.store.credits(record.id), 1000 - usage.prompt_tokens - usage.completion_tokens);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('charges the passes of an answer that failed its output check (output_validation_failed)', async () => {
+    // Not JSON, twice: each pass generated 4 tokens from a 3-token prompt.
+    const engine = withVerifiedOutput(createScriptedEngine(() => [
+      { type: 'content', text: 'not json at all' },
+      { type: 'done', finishReason: 'stop', usage: { promptTokens: 3, completionTokens: 4 } },
+    ]));
+    const server = await startTestServer({ quota, engine });
+    try {
+      const { key, record } = await server.keys.create('invalid', { credits: 1000 });
+      const res = await postCompletion(server.baseUrl, { ...hello, max_tokens: 50, response_format: { type: 'json_object' } }, { Authorization: `Bearer ${key}` });
+      const { error } = (await res.json()) as { error: { code: string } };
+      assert.deepEqual([res.status, error.code], [500, 'output_validation_failed']);
+      assert.equal(await server.store.credits(record.id), 1000 - 2 * (3 + 4), 'two passes generated, both paid');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('charges a stream the output guard stops for what was generated, and says so in its usage', async () => {
+    const scorer: TextScorer = {
+      thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
+      score: async (texts) => texts.map((text) => [{
+        harmful: text.includes('KILL') ? 0.99 : 0.01,
+        codes: Object.fromEntries(TEXT_CODES.map((c) => [c, c === 'S1' && text.includes('KILL') ? 0.97 : 0.01])) as never,
+      }]),
+    };
+    const engine = createScriptedEngine(() => [
+      ...'A calm first sentence. Then KILL them all. And more after it. '.split(/(?<= )/).map((text): GenerationEvent => ({ type: 'content', text })),
+      { type: 'done', finishReason: 'stop', usage: { promptTokens: 4, completionTokens: 12 } },
+    ]);
+    const server = await startTestServer({ quota, engine, guard: new Guard(scorer) });
+    try {
+      const { key, record } = await server.keys.create('stopped', { credits: 1000 });
+      const body = {
+        model: 'service', stream: true, stream_options: { include_usage: true }, max_tokens: 50,
+        messages: [{ role: 'system', content: '<guard>S1</guard>' }, { role: 'user', content: 'say something' }],
+      };
+      const res = await postCompletion(server.baseUrl, body, { Authorization: `Bearer ${key}` });
+      const text = await res.text();
+      const chunks = text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
+      assert.match(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''), /A calm first sentence\.[\s\S]*unsafe S1/, text);
+      const usage = chunks.at(-1).usage as WireUsage;
+      assert.ok(usage.completion_tokens > 0, `what was generated is reported (${JSON.stringify(usage)})`);
+      assert.equal(await server.store.credits(record.id), 1000 - usage.prompt_tokens - usage.completion_tokens);
+      assert.ok((await server.store.credits(record.id))! < 1000, 'the stopped stream was free');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('tokens per minute hold for large prompts', () => {
+  it('refuses a prompt larger than the key\'s tokens per minute instead of admitting it at the limit', async () => {
+    const server = await startTestServer({ quota: { prices, defaults: { rpm: null, tpm: 200 } } });
+    try {
+      const res = await postCompletion(server.baseUrl, { ...hello, max_tokens: 5, messages: [{ role: 'user', content: 'word '.repeat(1500) }] });
+      assert.equal(res.status, 400);
+      const { error } = (await res.json()) as { error: { code: string } };
+      assert.equal(error.code, 'tokens_over_rate_limit');
+      const small = await postCompletion(server.baseUrl, { ...hello, max_tokens: 5 }, { 'x-service-bypass-cache': 'true' });
+      assert.equal(small.status, 200);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,27 @@
+import type { TokenUsage } from '../engines/engine.ts';
+import type { PrecontextEntry } from '../tasks/task.ts';
+import { addUnits, type TaskUnits, unitsOf } from './prices.ts';
+
+/**
+ * What one request really did, written where the work is done (a task run, the model's events)
+ * and read by the quota stage when it settles. One per request, whatever path the answer takes:
+ * a blocked, cut or failed answer is billed from here, not from the usage its events end with.
+ */
+export class Meter {
+  readonly units: TaskUnits = {};
+  /** Tokens of model passes made by tasks (the scraper's extraction). */
+  readonly taskTokens: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+  /** The model's answer: the prompt it was given, whether it began, what it said, and its usage at `done`. */
+  generation: { prompt: string; started: boolean; text: string; usage?: TokenUsage } | undefined;
+
+  /** A task ran and answered `entry`. */
+  task(entry: PrecontextEntry, input: { text: string }): void {
+    addUnits(this.units, unitsOf(entry, input));
+  }
+
+  /** A task's own model pass generated this. */
+  tokens(usage: TokenUsage): void {
+    this.taskTokens.promptTokens += usage.promptTokens;
+    this.taskTokens.completionTokens += usage.completionTokens;
+  }
+}
