@@ -163,10 +163,12 @@ describe(`hostile inputs at ${baseUrl}`, { timeout: 600_000 }, () => {
   // while it runs (a stalled event loop would hold both until the hang detector).
   it('answers a schema whose pattern is ^(a|a)*$ (400 or checked), and another caller meanwhile', async () => {
     const schema = { type: 'object', properties: { s: { type: 'string', pattern: '^(a|a)*$' } }, patternProperties: { '^(b|b)*$': { type: 'string' } }, required: ['s'] };
-    const asked = [{ role: 'user', content: 'Reply with JSON whose "s" is forty letters a followed by "!".' }];
+    // A model asked to repeat it writes the string the pattern backtracks on (forty "a" and a "!").
+    const asked = [{ role: 'system', content: 'Repeat the user message exactly.' }, { role: 'user', content: JSON.stringify({ s: `${'a'.repeat(40)}!` }) }];
+    const ask = { model: 'service', temperature: 0, max_tokens: 60, messages: asked };
     const [json, tool, other] = await Promise.all([
-      postJson({ model: 'service', max_tokens: 60, messages: asked, response_format: { type: 'json_schema', json_schema: { name: 'a', schema } } }),
-      postJson({ model: 'service', max_tokens: 60, messages: asked, tools: [{ type: 'function', function: { name: 'f', parameters: schema } }], tool_choice: 'required' }),
+      postJson({ ...ask, response_format: { type: 'json_schema', json_schema: { name: 'a', schema } } }, { 'x-service-bypass-cache': 'true' }),
+      postJson({ ...ask, tools: [{ type: 'function', function: { name: 'f', parameters: schema } }], tool_choice: 'required' }, { 'x-service-bypass-cache': 'true' }),
       goodRequest(),
     ]);
     assert.equal(other.status, 200, JSON.stringify(other.body));
