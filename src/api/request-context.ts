@@ -41,7 +41,7 @@ export function createRequestContext(req: Request, res: Response, deps: { log: L
     body,
     generation: withoutDirectiveTags(normalizeRequest(body, abort.signal, deps.schemaLimits)),
     directives: readDirectives(body.messages),
-    attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits)),
+    attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits, abort.signal)),
   };
 }
 

@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { after, describe, it } from 'node:test';
 import type { Engine, GenerationEvent } from '../engines/engine.ts';
 import { withQueue } from '../engines/queued-engine.ts';
@@ -12,6 +16,7 @@ import { createRedisStore } from '../store/redis-store.ts';
 import type { Store } from '../store/store.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
 import type { Task } from '../tasks/task.ts';
+import { testAttachmentLimits } from '../testing/attachment-limits.ts';
 import { startFakeUpstream } from '../testing/fake-upstream.ts';
 import { gate, heldEngine, openRequests, until } from '../testing/gates.ts';
 import { startTestServer } from '../testing/test-server.ts';
@@ -19,9 +24,10 @@ import { LineWorkerError } from '../workers/line-worker.ts';
 import { taskFailed } from '../workers/task-errors.ts';
 
 // Issue 21: every request ends, and ends alone. With every generation slot busy, callers leave at
-// each stage reachable in-process (the guard, a task, the queue, generation, streaming), an upstream
-// and a worker fail; afterwards every request has ended, no request is left open, every
-// reservation is settled to the credit (embedded store, and Redis when REDIS_URL is set:
+// each stage reachable in-process (the guard, a task, the queue, a URL fetch, generation,
+// streaming), an upstream and a worker fail; afterwards every request has ended, no request is
+// left open, no timer or temp directory of the service is left, every reservation is settled to
+// the credit (embedded store, and Redis when REDIS_URL is set:
 // scripts/with-redis.sh 6402 node --import tsx --test src/chat/lifecycle.test.ts), and /healthz
 // answers. The test's timeout is only a hang detector.
 
@@ -48,7 +54,33 @@ const taskDoubles = (reading: ReturnType<typeof gate>): Task[] => [
 
 const lastUser = (messages: { role: string; content: string }[]) => messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
 
+/** Timers keeping the process alive: the service must leave none behind once its requests ended. */
+const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+/** The service's temp directories (workers/temp-dirs.ts names them with this process's id). */
+const tempDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`service-video-${process.pid}-`) || n.startsWith(`stt-${process.pid}-`)).length;
+
+/** A page server that never answers: it counts the fetches that reach it and those whose connection closed. */
+async function heldPages() {
+  const held: IncomingMessage[] = [];
+  let closed = 0;
+  const server = createServer((req) => {
+    held.push(req);
+    req.socket.once('close', () => closed++);
+  });
+  server.listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/scan.png`,
+    arrived: () => held.length,
+    closed: () => closed,
+    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
+}
+
 async function scenario(store: Store | undefined) {
+  const timersBefore = timers();
+  const tempBefore = tempDirs();
+  const pages = await heldPages();
   const slots = gate(); // the requests that keep every slot busy finish when it opens
   const midway = gate(); // never opened: a generation that has begun and waits for its caller to leave
   const checking = gate();
@@ -85,6 +117,8 @@ async function scenario(store: Store | undefined) {
   const drain = new Drain();
   const server = await startTestServer({
     engine, metrics, drain, guard: slowGuard(checking), tasks: new TaskRegistry(taskDoubles(reading)),
+    // A fetch deadline far past the hang detector: a fetch that outlives its caller shows as a hang.
+    attachmentLimits: testAttachmentLimits({ fetch: { maxBytes: 1024 * 1024, timeoutMs: 3_600_000, maxRedirects: 1, allowLoopback: true } }),
     quota: { prices, defaults: { rpm: null, tpm: null } }, ...(store ? { store } : {}),
   });
   const origin = server.baseUrl.replace(/\/v1$/, '');
@@ -94,7 +128,7 @@ async function scenario(store: Store | undefined) {
   type Outcome = { kind: 'answered'; completionTokens: number } | { kind: 'refused'; status: number } | { kind: 'aborted' };
   const requests: Promise<Outcome>[] = [];
   /** Sends a request; `leave` aborts it. Every request's promise settles with how it ended. */
-  const send = (content: string, extra: { system?: string; stream?: boolean; key?: string; maxTokens?: number } = {}) => {
+  const send = (content: string | unknown[], extra: { system?: string; stream?: boolean; key?: string; maxTokens?: number } = {}) => {
     const leaving = new AbortController();
     const messages = [...(extra.system ? [{ role: 'system', content: extra.system }] : []), { role: 'user', content }];
     const body = { model: 'service', messages, max_tokens: extra.maxTokens ?? 50, ...(extra.stream ? { stream: true } : {}) };
@@ -163,6 +197,12 @@ async function scenario(store: Store | undefined) {
     await until(() => midway.arrived() === 2);
     whole.leave();
     await Promise.all(faults.map((f) => f.outcome));
+    // A caller who leaves while an image it named by URL is being fetched: the fetch stops.
+    const fetching = send([{ type: 'text', text: 'read this' }, { type: 'image_url', image_url: { url: pages.url } }], { system: '<task>ocr</task>' });
+    await until(() => pages.arrived() === 1);
+    fetching.leave();
+    await fetching.outcome;
+    await until(() => pages.closed() === 1);
     // And plain answers after all that.
     send('after one two');
     send('after three');
@@ -171,7 +211,7 @@ async function scenario(store: Store | undefined) {
     await until(async () => (await openRequests(metrics)) === 0);
     const count = (kind: Outcome['kind']) => outcomes.filter((o) => o.kind === kind).length;
     assert.deepEqual({ answered: count('answered'), refused: count('refused'), aborted: count('aborted') },
-      { answered: 4, refused: 5, aborted: 7 }, JSON.stringify(outcomes));
+      { answered: 4, refused: 5, aborted: 8 }, JSON.stringify(outcomes));
     // The answers' tokens, and the one token ("first") each caller who left mid-generation had been
     // given: what was generated is paid (issue 22).
     const spent = outcomes.reduce((sum, o) => sum + (o.kind === 'answered' ? o.completionTokens : 0), 0) + 2;
@@ -182,7 +222,11 @@ async function scenario(store: Store | undefined) {
   } finally {
     await server.close();
     await upstream.close();
+    await pages.close();
   }
+  // Nothing of the service's is left: the test's own timers (until's) have all fired by now.
+  assert.equal(timers(), timersBefore, `timers: ${process.getActiveResourcesInfo().join(', ')}`);
+  assert.equal(tempDirs(), tempBefore);
 }
 
 describe('every request ends, and its reservation is settled, whatever happens on the way', { timeout: 180_000 }, () => {

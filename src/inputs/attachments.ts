@@ -97,7 +97,8 @@ export function parseDataUrl(url: string, param: string, maxBytes: number): { mi
 }
 
 /** Every image and file part of the conversation, decoded or fetched, its type checked. */
-export async function resolveAttachments(messages: Message[], limits: AttachmentLimits): Promise<ResolvedAttachment[]> {
+/** `signal`: the request's; a URL being fetched stops when it fires (the caller left). */
+export async function resolveAttachments(messages: Message[], limits: AttachmentLimits, signal?: AbortSignal): Promise<ResolvedAttachment[]> {
   const parts: { part: Exclude<ContentPart, { type: 'text' }>; param: string }[] = [];
   messages.forEach((m, i) => {
     if (!Array.isArray(m.content)) return;
@@ -105,10 +106,10 @@ export async function resolveAttachments(messages: Message[], limits: Attachment
       if (part.type !== 'text') parts.push({ part, param: `messages[${i}].content[${j}]` });
     });
   });
-  return (await Promise.all(parts.map(({ part, param }) => resolvePart(part, param, limits)))).flat();
+  return (await Promise.all(parts.map(({ part, param }) => resolvePart(part, param, limits, signal)))).flat();
 }
 
-async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: string, limits: AttachmentLimits): Promise<ResolvedAttachment[]> {
+async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: string, limits: AttachmentLimits, signal?: AbortSignal): Promise<ResolvedAttachment[]> {
   const source = part.type === 'image_url' ? part.image_url.url : part.file.file_data;
   const filename = part.type === 'file' ? part.file.filename : undefined;
   let declared: string | undefined;
@@ -116,7 +117,7 @@ async function resolvePart(part: Exclude<ContentPart, { type: 'text' }>, param: 
   if (source.startsWith('data:')) {
     ({ mime: declared, bytes } = parseDataUrl(source, param, limits.inlineMaxBytes));
   } else {
-    const fetched = await safeFetch(source, limits.fetch, param);
+    const fetched = await safeFetch(source, limits.fetch, param, signal);
     bytes = fetched.bytes;
     declared = fetched.contentType && normalize(fetched.contentType) !== 'application/octet-stream' ? normalize(fetched.contentType) : undefined;
   }

@@ -26,13 +26,16 @@ export interface Fetched {
  * resolves to is checked at connect time (so a name cannot resolve to one address when checked
  * and another when used) and again for every redirect; private, loopback, link-local (cloud
  * metadata), unique-local, multicast and reserved addresses are refused, also when an IPv6 address
- * embeds them (mapped, NAT64, 6to4, Teredo…); time and size are bounded.
+ * embeds them (mapped, NAT64, 6to4, Teredo…); time and size are bounded. `caller` is the request's
+ * signal: when the caller leaves, the fetch stops (rejected with the signal's reason) instead of
+ * holding its connection until the deadline.
  */
-export async function safeFetch(url: string, limits: FetchLimits, param: string): Promise<Fetched> {
+export async function safeFetch(url: string, limits: FetchLimits, param: string, caller?: AbortSignal): Promise<Fetched> {
   const deadline = AbortSignal.timeout(limits.timeoutMs);
+  const signal = caller ? AbortSignal.any([deadline, caller]) : deadline;
   let current = parseUrl(url, param);
   for (let hop = 0; hop <= limits.maxRedirects; hop++) {
-    const response = await request(current, limits, deadline, param);
+    const response = await request(current, limits, signal, param);
     if (response.redirect) {
       current = parseUrl(new URL(response.redirect, current).toString(), param);
       continue;
@@ -163,7 +166,11 @@ function request(url: URL, limits: FetchLimits, signal: AbortSignal, param: stri
     });
     req.on('error', (err) => {
       if (err instanceof RefusedAddressError) return reject(invalidRequest(`${param}: ${err.message}, which may not be fetched`, 'url_not_allowed', param));
-      if (signal.aborted) return reject(invalidRequest(`${param}: no answer within ${limits.timeoutMs} ms`, 'url_fetch_failed', param));
+      if (signal.aborted) {
+        // The deadline's reason is a TimeoutError; any other is the caller's, passed on as the queue does.
+        const timedOut = (signal.reason as Error | undefined)?.name === 'TimeoutError';
+        return reject(timedOut ? invalidRequest(`${param}: no answer within ${limits.timeoutMs} ms`, 'url_fetch_failed', param) : signal.reason);
+      }
       reject(invalidRequest(`${param} could not be fetched: ${err.message}`, 'url_fetch_failed', param));
     });
   });
