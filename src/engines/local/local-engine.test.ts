@@ -113,6 +113,22 @@ describe('the local engine within max_tokens', { timeout: 300_000 }, () => {  co
     assert.deepEqual([answer.choices[0]!.finish_reason, answer.usage.completion_tokens], ['length', DEFAULT_CAP]);
   });
 
+  // Issue 22: vLLM's tests saw max_tokens 10 → length with completion_tokens 7, and 5 → "{" with 1:
+  // tokens held back (a stop trigger's prefix, the grammar's) were generated, so they are billed.
+  it('bills a JSON answer cut at max_tokens for every token it generated, shown or held back', async () => {
+    const long = { type: 'object', properties: { history: { type: 'string', minLength: 400 } }, required: ['history'] };
+    for (const response_format of [{ type: 'json_object' }, { type: 'json_schema', json_schema: { name: 'city', schema: long } }]) {
+      for (const max of [5, 10]) {
+        const answer = await complete({ max_tokens: max, seed: 1, response_format, messages: [{ role: 'user', content: 'Give me a JSON object describing the city of Paris, with many fields.' }] });
+        const seen = `${response_format.type}, max_tokens ${max}: ${JSON.stringify(answer.choices[0])}`;
+        // The small model may close a json_object early; an answer that stopped has nothing held back.
+        if (response_format.type === 'json_schema') assert.equal(answer.choices[0]?.finish_reason, 'length', seen);
+        if (answer.choices[0]?.finish_reason === 'length') assert.equal(answer.usage.completion_tokens, max, seen);
+        else assert.ok(answer.usage.completion_tokens <= max, seen);
+      }
+    }
+  });
+
   it('bounds reasoning and answer together by max_tokens', async () => {
     const answer = await complete({ max_tokens: 12, reasoning_effort: 'low', messages: [{ role: 'user', content: 'Explain why the sky is blue.' }] });
     assert.ok(answer.usage.completion_tokens <= 12, `${answer.usage.completion_tokens} tokens billed for max_tokens 12`);
