@@ -168,8 +168,11 @@ export const COMPAT_CHECKS: Check[] = [
       const content = String(choice?.message?.content ?? '');
       expect(!content.includes(stop), `with stop ${show([stop])}, the answer ${show(content)} holds the stop sequence: stop was ignored`);
       expect(choice?.finish_reason === 'stop', `with stop ${show([stop])}, finish_reason is ${show(choice?.finish_reason)}, not stop`);
-      const text = contentOf(await streamed(probe, { ...body, stop: [stop] }));
+      const chunks = await streamed(probe, { ...body, stop: [stop] });
+      const text = contentOf(chunks);
       expect(!text.includes(stop), `streamed with stop ${show([stop])}, the deltas join into ${show(text)}, which holds the stop sequence`);
+      const last = chunks.filter((c) => c.choices?.length).at(-1)?.choices[0].finish_reason;
+      expect(last === 'stop', `streamed with stop ${show([stop])}, the last finish_reason is ${show(last)}, not stop`);
     },
   },
   {
