@@ -120,9 +120,17 @@ conformance: node_modules/.installed .venv/.installed
 
 # The same kit grading this service (local model), the Prism mock and the minimal reference server
 # in one run: bench/results/kit-table.md, the README's table. Not part of `make test` (minutes).
+# KIT_TABLE_LITELLM=1 adds LiteLLM's proxy in front of this service (from PyPI, in a throwaway venv
+# in .cache/litellm-venv; see scripts/litellm-proxy.sh).
+LITELLM_PORT ?= 4011
+LITELLM_KEY := sk-litellm-kit-table
+SERVE_LITELLM := $(if $(KIT_TABLE_LITELLM),scripts/while-serving.sh http://127.0.0.1:$(LITELLM_PORT)/v1/chat/completions \
+	"scripts/litellm-proxy.sh serve $(LITELLM_PORT) $(LOCAL_URL) $(TEST_KEY) $(LITELLM_KEY)")
 kit-table: setup
-	$(SERVE_LOCAL) scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions "$(SERVE_MOCK)" \
-		env SERVICE_BASE_URL=$(LOCAL_URL) SERVICE_API_KEY=$(TEST_KEY) MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(NODE) scripts/kit-table.ts
+	$(if $(KIT_TABLE_LITELLM),scripts/litellm-proxy.sh install)
+	$(SERVE_LOCAL) scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions "$(SERVE_MOCK)" $(SERVE_LITELLM) \
+		env SERVICE_BASE_URL=$(LOCAL_URL) SERVICE_API_KEY=$(TEST_KEY) MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 \
+		$(if $(KIT_TABLE_LITELLM),LITELLM_BASE_URL=http://127.0.0.1:$(LITELLM_PORT)/v1 LITELLM_API_KEY=$(LITELLM_KEY)) $(NODE) scripts/kit-table.ts
 
 # The kit as an npm package (npx conformance …), packed into .cache/kit/.
 kit: node_modules/.installed

@@ -1,7 +1,8 @@
 // Grades several servers with the same kit, in one run, and writes the README's table of scores
 // (bench/results/kit-table.md and .json): this service, the Prism mock, and the minimal reference
 // server (contract-tests/kit/broken-server.ts without flaws, started here).
-//   SERVICE_BASE_URL=… SERVICE_API_KEY=… [SERVICE_BODY_LIMIT_BYTES=…] MOCK_BASE_URL=… node --import tsx scripts/kit-table.ts
+//   SERVICE_BASE_URL=… SERVICE_API_KEY=… [SERVICE_BODY_LIMIT_BYTES=…] MOCK_BASE_URL=…
+//   [LITELLM_BASE_URL=… LITELLM_API_KEY=…] node --import tsx scripts/kit-table.ts
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { BODY_LIMIT_BYTES, GOOD_KEY, LOW_LIMIT_KEY, NO_CREDITS_KEY, startBrokenServer } from '../contract-tests/kit/broken-server.ts';
 import { scoreText } from '../contract-tests/kit/report.ts';
@@ -18,6 +19,8 @@ const reference = await startBrokenServer();
 const targets: { name: string; options: Omit<KitOptions, 'model' | 'extensions' | 'timeoutMs'> }[] = [
   { name: 'this service (local model)', options: { baseUrl: env('SERVICE_BASE_URL'), apiKey: env('SERVICE_API_KEY'), bodyLimitBytes: Number(process.env.SERVICE_BODY_LIMIT_BYTES ?? 20 * 1024 * 1024) } },
   { name: 'the Prism mock (`make mock`)', options: { baseUrl: env('MOCK_BASE_URL'), apiKey: 'any-key' } },
+  // Optional (make kit-table KIT_TABLE_LITELLM=1): LiteLLM's proxy in front of this service.
+  ...(process.env.LITELLM_BASE_URL ? [{ name: "LiteLLM's proxy in front of this service", options: { baseUrl: env('LITELLM_BASE_URL'), apiKey: env('LITELLM_API_KEY') } }] : []),
   { name: 'the minimal reference server', options: { baseUrl: reference.baseUrl, apiKey: GOOD_KEY, keyWithoutCredits: NO_CREDITS_KEY, keyLowLimit: LOW_LIMIT_KEY, bodyLimitBytes: BODY_LIMIT_BYTES } },
 ];
 

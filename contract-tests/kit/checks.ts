@@ -82,18 +82,33 @@ export async function streamed(probe: Probe, body: object, headers: Record<strin
 
 export const CHECKS: Check[] = [
   {
-    id: 'completion', title: 'A completion is answered in the ChatCompletionResponse shape', rules: ['§1', '§2.8'], group: 'core',
+    id: 'completion', title: 'POST {base_url}/chat/completions without stream is answered whole, in JSON', rules: ['§1'], group: 'core',
     async run(probe, { model }) {
       const answer = await probe.complete(ask(model));
       expect(answer.status === 200, `expected status 200, got ${answer.status}`);
+      const type = answer.headers.get('content-type') ?? '';
+      expect(type.startsWith('application/json'), `without stream: true the answer's content-type is ${JSON.stringify(type)}, not application/json (a response delivered whole)`);
       const body = answer.json as Json;
-      expect(body && typeof body.id === 'string' && body.object === 'chat.completion', 'id must be a string and object "chat.completion"');
-      const choice = body.choices?.[0];
-      expect(choice?.message?.role === 'assistant', 'choices[0].message.role must be "assistant"');
-      expect(typeof choice.message.content === 'string' || choice.message.tool_calls, 'choices[0].message.content must be a string');
-      expect(FINISH.includes(choice.finish_reason), `finish_reason ${choice.finish_reason} is not stop, length or tool_calls`);
+      expect(body?.object === 'chat.completion', `object is ${JSON.stringify(body?.object)}, not "chat.completion"`);
+      expect(body.choices?.[0]?.message?.role === 'assistant', 'choices[0].message.role must be "assistant"');
+    },
+  },
+  {
+    id: 'response-shape', title: 'ChatCompletionResponse: id, model, choices with index, message, finish_reason, and usage', rules: ['§2.8'], group: 'core',
+    async run(probe, { model }) {
+      const body = (await probe.complete(ask(model))).json as Json;
+      expect(body && typeof body.id === 'string' && body.id.length > 0, `id is ${JSON.stringify(body?.id)}, not a non-empty string`);
+      expect(typeof body.model === 'string', `model is ${JSON.stringify(body.model)}, not a string`);
+      expect(Array.isArray(body.choices) && body.choices.length > 0, 'choices is not a non-empty array');
+      (body.choices as Json[]).forEach((choice, i) => {
+        expect(choice.index === i, `choices[${i}].index is ${JSON.stringify(choice.index)}, not ${i}`);
+        expect(typeof choice.message?.content === 'string' || choice.message?.tool_calls, `choices[${i}].message.content must be a string`);
+        expect(FINISH.includes(choice.finish_reason), `choices[${i}].finish_reason ${JSON.stringify(choice.finish_reason)} is not stop, length or tool_calls`);
+      });
       const usage = body.usage;
-      expect(usage && usage.total_tokens === usage.prompt_tokens + usage.completion_tokens, 'usage.total_tokens must be prompt_tokens + completion_tokens');
+      expect(usage && [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens].every(Number.isInteger), `usage ${JSON.stringify(usage)} lacks integer prompt_tokens, completion_tokens and total_tokens`);
+      expect(usage.total_tokens === usage.prompt_tokens + usage.completion_tokens,
+        `usage.total_tokens is ${usage.total_tokens}, not prompt_tokens + completion_tokens (${usage.prompt_tokens} + ${usage.completion_tokens})`);
     },
   },
   {
@@ -182,9 +197,12 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'base-url', title: 'The base address ends with /v1', rules: ['§9'], group: 'core',
-    async run(probe) {
-      expect(/\/v1$/.test(probe.baseUrl), `${probe.baseUrl} does not end with /v1`);
+    id: 'base-url', title: 'The base address, where the endpoint answers, ends with /v1', rules: ['§9'], group: 'core',
+    async run(probe, { model }) {
+      // The kit is told where the endpoint is; graded is that it answers there and that this is /v1.
+      const answer = await probe.complete(ask(model, { max_tokens: 1 }));
+      expect(answer.status !== 404 && answer.status !== 405, `POST ${probe.baseUrl}/chat/completions was answered ${answer.status}: no endpoint there`);
+      expect(/\/v1$/.test(probe.baseUrl), `the endpoint answers at ${probe.baseUrl}, which does not end with /v1`);
     },
   },
   {

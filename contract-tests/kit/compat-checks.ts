@@ -153,6 +153,29 @@ export const COMPAT_CHECKS: Check[] = [
     },
   },
   {
+    id: 'stop-sequence', title: 'stop, where offered: the answer ends before the sequence, which is not returned, with finish_reason stop', rules: [], group: 'compat',
+    async run(probe, { model }) {
+      // The stop sequence is taken from the server's own answer without one, so it is one the
+      // answer reaches: a later answer holding it shows stop was ignored, whatever the model.
+      const body = { model, max_tokens: 16, temperature: 0, messages: [{ role: 'user', content: 'Count from 1 to 10, separated by commas.' }] };
+      const first = (await probe.complete(body)).json as Json;
+      const words = String(first?.choices?.[0]?.message?.content ?? '').split(/\s+/).filter(Boolean);
+      if (words.length < 2) throw new NotApplicable(`the answer without stop has ${words.length} word(s) (${show(first?.choices?.[0]?.message?.content)}): no stop sequence to pick inside it`);
+      const stop = words[Math.floor(words.length / 2)]!;
+      const answer = await probe.complete({ ...body, stop: [stop] });
+      offered(answer, 'stop', 'stop');
+      const choice = (answer.json as Json)?.choices?.[0];
+      const content = String(choice?.message?.content ?? '');
+      expect(!content.includes(stop), `with stop ${show([stop])}, the answer ${show(content)} holds the stop sequence: stop was ignored`);
+      expect(choice?.finish_reason === 'stop', `with stop ${show([stop])}, finish_reason is ${show(choice?.finish_reason)}, not stop`);
+      const chunks = await streamed(probe, { ...body, stop: [stop] });
+      const text = contentOf(chunks);
+      expect(!text.includes(stop), `streamed with stop ${show([stop])}, the deltas join into ${show(text)}, which holds the stop sequence`);
+      const last = chunks.filter((c) => c.choices?.length).at(-1)?.choices[0].finish_reason;
+      expect(last === 'stop', `streamed with stop ${show([stop])}, the last finish_reason is ${show(last)}, not stop`);
+    },
+  },
+  {
     id: 'unicode', title: 'Accents, CJK and emoji come back exactly, in JSON and in a stream', rules: [], group: 'compat',
     async run(probe, { model }) {
       const body = { model, max_tokens: 32, messages: [{ role: 'user', content: `Answer with the word: ${WORD}` }],

@@ -13,6 +13,7 @@ import { createScriptedEngine, echoScript } from '../../src/engines/scripted-eng
 import { startTestServer, TEST_KEY } from '../../src/testing/test-server.ts';
 import { BODY_LIMIT_BYTES, type Flaw, GOOD_KEY, LOW_LIMIT_KEY, NO_CREDITS_KEY, sample, startBrokenServer } from './broken-server.ts';
 import { writeReport } from './report.ts';
+import { RULES } from './rules.ts';
 import { runKit } from './run-kit.ts';
 
 const grade = (baseUrl: string, apiKey: string, drive: { keyWithoutCredits?: string; keyLowLimit?: string; bodyLimitBytes?: number } = {}) =>
@@ -33,7 +34,12 @@ function obedientScript(request: GenerationRequest): GenerationEvent[] {
   if (request.output.kind === 'json' && (request.maxTokens ?? 2) > 1) {
     return [{ type: 'content', text: JSON.stringify(sample(request.output.schema.schema)) }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 9, completionTokens: 6 } }];
   }
-  return echoScript(request);
+  // A stop sequence ends the answer before it, as the local engine's stop triggers do.
+  const events = echoScript(request);
+  const text = events.map((e) => (e.type === 'content' ? e.text : '')).join('');
+  const at = Math.min(...request.stop.map((s) => text.indexOf(s)).filter((i) => i >= 0));
+  if (!Number.isFinite(at)) return events;
+  return [{ type: 'content', text: text.slice(0, at) }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 9, completionTokens: 3 } }];
 }
 const failedRules = (result: Awaited<ReturnType<typeof grade>>) => result.rules.filter((r) => r.status === 'fail').map((r) => r.rule.id);
 
@@ -52,7 +58,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     assert.deepEqual(result.checks.filter((c) => c.status === 'not applicable').map((c) => c.id), ['quota-402', 'rate-limit-429', 'body-413']);
     const dir = mkdtempSync(join(tmpdir(), 'kit-report-'));
     writeReport(result, dir);
-    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="28" failures="0"/);
+    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="30" failures="0"/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.1 \| stream: true gives .* \| ✅ pass \| stream-done \|/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.4 \| .* \| — not applicable \| an extension of this service/);
     assert.match(readFileSync(join(dir, 'report.html'), 'utf8'), /<h1>Conformance of http:\/\/127\.0\.0\.1:\d+\/v1<\/h1>/);
@@ -73,7 +79,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     ['no-done', 'stream-done', ['§4.1', '§6.1']],
     ['no-role', 'stream-chunks', ['§6.2']],
     ['wrong-envelope', 'bad-key', ['§2.9']],
-    ['accepts-bad-key', 'bad-key', ['§5.3']],
+    ['accepts-bad-key', 'bad-key', ['§5.3', '§5.4']],
     ['absent-finish-reason', 'stream-chunks', ['§6.3']],
     ['json-schema-ignored', 'json-schema', []],
     ['json-schema-loose', 'json-schema', []],
@@ -92,6 +98,15 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     ['credits-ignored', 'quota-402', ['§7']],
     ['no-retry-after', 'rate-limit-429', ['§7']],
     ['html-413', 'body-413', ['§2.9']],
+    ['always-streams', 'completion', ['§1']],
+    ['model-not-echoed', 'model-echo', ['§2.1 model']],
+    ['usage-miscounted', 'response-shape', ['§2.8']],
+    ['accepts-missing-key', 'missing-key', ['§5.1']],
+    ['ignores-limits', 'limits', ['§8']],
+    ['no-v1', 'base-url', ['§9']],
+    ['ignores-stop', 'stop-sequence', []],
+    ['refuses-unknown-fields', 'unknown-fields', ['§2.1']],
+    ['object-arguments', 'tool-flow', ['§2.7', '§4.5']],
   ];
   for (const [flaw, check, rules] of CAUGHT) {
     it(`catches ${flaw}: ${check} fails${rules.length ? `, and rules ${rules.join(', ')}` : ''}, with the exchange as evidence`, async () => {
@@ -106,6 +121,21 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
       assert.ok(!failed.exchanges.some((e) => e.request.includes(GOOD_KEY)), 'the key is masked in the evidence');
     });
   }
+
+  it('grades a stop sequence refused with a 400 naming stop as not offered, not as failed', async () => {
+    const server = await startBrokenServer(['refuses-stop']);
+    closers.push(server.close);
+    const result = await grade(server.baseUrl, GOOD_KEY, DRIVE);
+    const check = result.checks.find((c) => c.id === 'stop-sequence')!;
+    assert.equal(check.status, 'not offered', check.message);
+    assert.ok(result.passed);
+  });
+
+  it('every core rule the specification does not leave open is graded by a check shown above to fail on a flaw', () => {
+    const proven = new Set(CAUGHT.flatMap(([, , rules]) => rules));
+    const unproven = RULES.filter((r) => r.group === 'core' && !r.open && !proven.has(r.id)).map((r) => r.id);
+    assert.deepEqual(unproven, []);
+  });
 
   it('says what it saw: an intermediate chunk without finish_reason is reported as absent, not as having one', async () => {
     const server = await startBrokenServer(['absent-finish-reason']);
@@ -149,7 +179,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
       .then(({ stdout }) => ({ code: 0, stdout }), (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }));
     const passed = await run(good.baseUrl, 'good');
     assert.equal(passed.code, 0, passed.stdout);
-    assert.match(passed.stdout, /^CONFORMS: checks 22 passed, 0 failed, 3 not offered, 3 not applicable/m);
+    assert.match(passed.stdout, /^CONFORMS: checks 24 passed, 0 failed, 3 not offered, 3 not applicable/m);
     const failed = await run(broken.baseUrl, 'broken');
     assert.equal(failed.code, 1);
     assert.match(readFileSync(join(project, 'broken', 'report.md'), 'utf8'), /\| §4\.1 \| .* \| ❌ fail \| stream-done \|/);
