@@ -9,8 +9,10 @@ const show = (value: unknown, max = 120) => {
   return text.length > max ? `${text.slice(0, max)}…` : text;
 };
 
-const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
-const TIME = { type: 'function', function: { name: 'get_time', description: 'The time in a timezone', parameters: { type: 'object', properties: { timezone: { type: 'string' } }, required: ['timezone'] } } };
+// Arguments from enums: a small local model can fill a free string until max_tokens, which cuts the
+// call (finish_reason length) and grades the model's brevity instead of the server's tool handling.
+const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Rome', 'London'] } }, required: ['city'] } } };
+const TIME = { type: 'function', function: { name: 'get_time', description: 'The time in a timezone', parameters: { type: 'object', properties: { timezone: { type: 'string', enum: ['Europe/Paris', 'UTC'] } }, required: ['timezone'] } } };
 const QUESTION = { role: 'user', content: 'What is the weather in Paris?' };
 
 // Enums and a boolean, not free strings: a small local model fills a free string until max_tokens,
