@@ -155,11 +155,12 @@ export interface components {
             n?: number | null;
             /**
              * @description Not offered: this service does not report token log probabilities, so `true` is refused
-             *     with 400 `unsupported_parameter` (param `logprobs`) rather than answered without them.
-             *     `false` or `null` asks for nothing.
+             *     with 400 (param `logprobs`) rather than answered without them. `false` or `null` asks
+             *     for nothing.
+             * @enum {boolean|null}
              */
-            logprobs?: boolean | null;
-            /** @description Not offered (see `logprobs`); any value but `null` is refused with 400 `unsupported_parameter` (param `top_logprobs`). */
+            logprobs?: false | null;
+            /** @description Not offered (see `logprobs`); any value but `0` or `null` is refused with 400 (param `top_logprobs`). */
             top_logprobs?: number | null;
             /** @description An id of the end user, for abuse monitoring; not used for generation. */
             user?: string;
@@ -744,7 +745,6 @@ export interface components {
          * @description The body is malformed JSON, lacks a required field, or a value breaks a constraint; the
          *     message names the field. Codes: `invalid_json`, `invalid_request` (a schema violation or a
          *     rule across fields), `context_length_exceeded`, `invalid_json_schema`, `unknown_function`,
-         *     `unsupported_parameter` (a feature this service does not offer: `logprobs`, `top_logprobs`),
          *     `upstream_rejected` (an upstream model refused the request), `tokens_over_rate_limit`
          *     (the prompt and `max_tokens` are more than the key's tokens per minute: no wait would
          *     admit it).

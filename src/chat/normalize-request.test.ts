@@ -43,20 +43,3 @@ describe('an assistant message with tool_calls and no content (issue 21, finding
       (e: unknown) => e instanceof ServiceError && e.status === 400 && /messages\[1\] has no content.*assistant message with tool_calls/.test(e.message));
   });
 });
-
-describe('logprobs and top_logprobs, which this service does not offer (issue 25)', () => {
-  const signal = new AbortController().signal;
-  const body = (extra: Record<string, unknown>) => ({ model: 'service', messages: [{ role: 'user', content: 'hi' }], ...extra }) as never;
-
-  for (const [extra, param] of [[{ logprobs: true }, 'logprobs'], [{ top_logprobs: 2 }, 'top_logprobs'], [{ logprobs: true, top_logprobs: 0 }, 'logprobs']] as const) {
-    it(`refuses ${JSON.stringify(extra)} with 400 unsupported_parameter, never answering without them`, () => {
-      assert.throws(() => normalizeRequest(body(extra), signal),
-        (e: unknown) => e instanceof ServiceError && e.status === 400 && e.code === 'unsupported_parameter' && e.param === param);
-    });
-  }
-
-  it('accepts logprobs false or null, which ask for nothing', () => {
-    assert.doesNotThrow(() => normalizeRequest(body({ logprobs: false, top_logprobs: null }), signal));
-    assert.doesNotThrow(() => normalizeRequest(body({ logprobs: null }), signal));
-  });
-});

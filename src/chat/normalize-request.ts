@@ -14,7 +14,6 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
   if (body.stream_options != null && body.stream !== true) {
     throw invalidRequest('stream_options is only allowed when stream is true', 'invalid_request', 'stream_options');
   }
-  refuseWhatIsNotOffered(body);
   const tools = body.tools ?? [];
   checkToolNames(tools);
   const messages = body.messages.map(toEngineMessage);
@@ -36,19 +35,6 @@ export function normalizeRequest(body: ChatCompletionRequest, signal: AbortSigna
     stream: body.stream === true,
     signal,
   };
-}
-
-/**
- * No engine here reports token log probabilities: asking for them is refused, so that a client
- * never reads an answer without them as one that has them (vLLM's tests fail on `logprobs: None`).
- */
-function refuseWhatIsNotOffered(body: ChatCompletionRequest): void {
-  if (body.logprobs === true) {
-    throw invalidRequest('logprobs is not offered by this service: token log probabilities are not reported', 'unsupported_parameter', 'logprobs');
-  }
-  if (body.top_logprobs != null) {
-    throw invalidRequest('top_logprobs is not offered by this service: token log probabilities are not reported', 'unsupported_parameter', 'top_logprobs');
-  }
 }
 
 function toEngineMessage(message: Message, i: number): EngineMessage {
