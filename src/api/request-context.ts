@@ -7,13 +7,14 @@ import type { GenerationRequest } from '../engines/engine.ts';
 import type { SchemaLimits } from '../engines/schema-budget.ts';
 import type { Caller } from '../keys/caller.ts';
 import { type AttachmentLimits, resolveAttachments } from '../inputs/attachments.ts';
+import { currentRequest, currentRequestId } from '../http/request-scope.ts';
 
 /** A boolean header; the contract validator has already turned a valid one into a boolean. */
 const flag = (req: Request, name: string) => String(req.headers[name] as unknown).toLowerCase() === 'true';
 
 export function flagsOf(req: Request): RequestFlags {
   return {
-    zdr: flag(req, 'x-service-zdr'),
+    zdr: currentRequest()?.zdr ?? false, // parsed once, when the request arrived
     bypassCache: flag(req, 'x-service-bypass-cache'),
     bypassMoa: flag(req, 'x-service-bypass-moa'),
     showAdditionalInfo: flag(req, 'x-show-additional-info'),
@@ -33,7 +34,7 @@ export function createRequestContext(req: Request, res: Response, deps: { log: L
     if (!res.writableFinished) abort.abort(new Error('client disconnected'));
   });
   return {
-    requestId: String(res.getHeader('x-request-id')),
+    requestId: currentRequestId() ?? 'unknown',
     caller: res.locals.caller as Caller,
     flags: flagsOf(req),
     signal: abort.signal,

@@ -4,8 +4,10 @@ import type { ResolvedAttachment } from '../inputs/attachments.ts';
 import type { Caller } from '../keys/caller.ts';
 import type { Directives } from './directives.ts';
 import type { Meter } from './meter.ts';
+import type { Logger } from '../logging.ts';
 
-export type Logger = Pick<Console, 'error' | 'warn'>;
+export type { Logger };
+
 
 /** The request headers that change how a completion is made (all default to false). */
 export interface RequestFlags {
