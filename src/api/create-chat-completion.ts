@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { toChunks } from '../chat/chunks.ts';
 import { toCompletionResponse } from '../chat/completion-response.ts';
 import type { Completion, Next } from '../chat/pipeline.ts';
-import type { Logger } from '../chat/request-context.ts';
+import type { Logger } from '../logging.ts';
 import { foldEvents } from '../engines/fold-events.ts';
 import { Drain, untilShutdown } from '../http/drain.ts';
 import { outcomeOf } from '../http/request-outcome.ts';

@@ -1,7 +1,8 @@
 import type { Request, Response } from 'express';
 import { readDirectives, withoutDirectives } from '../chat/directives.ts';
 import { normalizeRequest } from '../chat/normalize-request.ts';
-import type { Logger, RequestContext, RequestFlags } from '../chat/request-context.ts';
+import type { RequestContext, RequestFlags } from '../chat/request-context.ts';
+import type { Logger } from '../logging.ts';
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { GenerationRequest } from '../engines/engine.ts';
 import type { SchemaLimits } from '../engines/schema-budget.ts';

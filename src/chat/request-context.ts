@@ -6,8 +6,6 @@ import type { Directives } from './directives.ts';
 import type { Meter } from './meter.ts';
 import type { Logger } from '../logging.ts';
 
-export type { Logger };
-
 
 /** The request headers that change how a completion is made (all default to false). */
 export interface RequestFlags {
