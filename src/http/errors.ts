@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { recordError } from './request-outcome.ts';
-import { internalError, invalidRequest, notFound, ServiceError, storeUnavailable } from '../errors/service-error.ts';
+import { internalError, invalidRequest, methodNotAllowed, notFound, payloadTooLarge, ServiceError, storeUnavailable, unsupportedMediaType } from '../errors/service-error.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { currentRequest, currentRequestId } from './request-scope.ts';
 import type { Logger } from '../logging.ts';
@@ -36,21 +36,20 @@ export function toServiceError(err: unknown, url = ''): ServiceError {
   }
   if (e.type === 'entity.too.large' || status === 413) {
     const limit = e.limit ? ` of ${e.limit} bytes` : '';
-    return new ServiceError(413, 'payload_too_large', 'payload_too_large', `The request body exceeds the limit${limit}.`);
+    return payloadTooLarge('payload_too_large', `The request body exceeds the limit${limit}.`);
   }
   if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
-    return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type', e.message ?? 'Unsupported encoding.');
+    return unsupportedMediaType(e.message ?? 'Unsupported encoding.');
   }
   if (status === 400 && Array.isArray(e.errors)) return fromValidationErrors(e.errors);
   // body-parser's other 400s (a body that does not inflate, a stream cut short) say what went wrong.
   if (status === 400 && e.expose) return invalidRequest(`The body could not be read: ${e.message ?? 'bad request'}`, 'invalid_body');
   if (status === 415) {
-    return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type',
+    return unsupportedMediaType(
       `Unsupported Content-Type: send the body as application/json (${e.message ?? ''}).`);
   }
   if (status === 405) {
-    return new ServiceError(405, 'invalid_request_error', 'method_not_allowed', e.message ?? 'Method not allowed.',
-      null, e.headers ?? {});
+    return methodNotAllowed(e.message ?? 'Method not allowed.', e.headers ?? {});
   }
   if (status === 404) return notFound(`Unknown URL: ${url}`);
   return internalError(requestId);
