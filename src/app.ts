@@ -7,7 +7,7 @@ import { createChatCompletionHandler } from './api/create-chat-completion.ts';
 import { createListModelsHandler } from './api/list-models.ts';
 import { createCompletionPipeline } from './chat/create-pipeline.ts';
 import type { Logger } from './logging.ts';
-import { newCompletionId } from './chat/completion-id.ts';
+import { newCompletionId } from './api/completion-id.ts';
 import { BASE_PATH, loadContract, validatorCopy } from './contract/openapi-document.ts';
 import type { Engine } from './engines/engine.ts';
 import type { Guard } from './guard/guard.ts';

@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { toChunks } from '../chat/chunks.ts';
-import { toCompletionResponse } from '../chat/completion-response.ts';
+import { toChunks } from './chunks.ts';
+import { toCompletionResponse } from './completion-response.ts';
 import type { Completion, Next } from '../chat/pipeline.ts';
 import type { Logger } from '../logging.ts';
 import { foldEvents } from '../engines/fold-events.ts';
