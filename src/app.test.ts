@@ -9,7 +9,7 @@ import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } fro
 import { createUpstreamEngine } from './engines/upstream-engine.ts';
 import { ServiceError } from './errors/service-error.ts';
 import { Metrics } from './http/metrics.ts';
-import { createLogger } from './http/request-log.ts';
+import { createLogger } from './logging.ts';
 import { delta, sendStream, startFakeUpstream } from './testing/fake-upstream.ts';
 
 async function expectError(res: Response, status: number, type: string, code?: string) {

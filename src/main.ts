@@ -7,7 +7,7 @@ import { ApiKeys } from './keys/api-keys.ts';
 import { Drain } from './http/drain.ts';
 import { operationalRoutes, Readiness } from './http/health.ts';
 import { Metrics } from './http/metrics.ts';
-import { createLogger, loggerOn } from './http/request-log.ts';
+import { createLogger, loggerOn } from './logging.ts';
 import { Guard } from './guard/guard.ts';
 import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
@@ -36,6 +36,7 @@ async function start(): Promise<void> {
   const engine = await createEngine(config, metrics.queue);
   const tasks = createTasks(config, engine);
   const store = createStore({
+    log: loggerOn(logger), // Redis outages and lock warnings go to the JSON log, under the request they hit
     redisUrl: config.redisUrl, keysFile: config.keysFile,
     cacheMaxEntries: config.cache.maxEntries, cacheMaxBytes: config.cache.maxBytes, cacheMaxEntryBytes: config.cache.maxEntryBytes,
   });

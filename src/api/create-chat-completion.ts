@@ -1,8 +1,8 @@
 import type { Request, RequestHandler, Response } from 'express';
-import { toChunks } from '../chat/chunks.ts';
-import { toCompletionResponse } from '../chat/completion-response.ts';
+import { toChunks } from './chunks.ts';
+import { toCompletionResponse } from './completion-response.ts';
 import type { Completion, Next } from '../chat/pipeline.ts';
-import type { Logger } from '../chat/request-context.ts';
+import type { Logger } from '../logging.ts';
 import { foldEvents } from '../engines/fold-events.ts';
 import { Drain, untilShutdown } from '../http/drain.ts';
 import { outcomeOf } from '../http/request-outcome.ts';
@@ -10,7 +10,10 @@ import { writeEventStream } from '../http/sse.ts';
 import type { AttachmentLimits } from '../inputs/attachments.ts';
 import type { SchemaLimits } from '../engines/schema-budget.ts';
 import { observeEvents, recordCompletion } from './record-outcome.ts';
-import { createRequestContext } from './request-context.ts';
+import { createRequestContext } from '../chat/request-context.ts';
+import type { ChatCompletionRequest } from '../contract/wire-types.ts';
+import type { Caller } from '../keys/caller.ts';
+import { currentRequest } from '../http/request-scope.ts';
 
 export interface ChatCompletionDeps {
   /** The completion pipeline (chat/create-pipeline.ts). */
@@ -47,7 +50,7 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
 
   /** Makes the completion (kept in `made`) and writes it, as JSON or as a stream. */
   async function answer(req: Request, res: Response, made: { completion?: Completion }): Promise<void> {
-    const ctx = createRequestContext(req, res, deps);
+    const ctx = createRequestContext(requestInputOf(req, res), deps);
     const { body } = ctx;
     const outcome = outcomeOf(res);
     Object.assign(outcome, { keyId: ctx.caller.keyId, stream: body.stream === true, zdr: ctx.flags.zdr });
@@ -75,4 +78,25 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
       throw err;
     }
   }
+}
+
+/**
+ * The validated request as the pipeline's context takes it: its id and ZDR flag from the request
+ * scope (read once, when it arrived), the caller put there by auth, and an abort signal that fires
+ * when the client goes away before the answer is complete, streamed or not.
+ */
+function requestInputOf(req: Request, res: Response) {
+  const abort = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) abort.abort(new Error('client disconnected'));
+  });
+  const scope = currentRequest();
+  return {
+    requestId: scope?.requestId ?? 'unknown',
+    zdr: scope?.zdr ?? false,
+    caller: res.locals.caller as Caller,
+    headers: req.headers,
+    body: req.body as ChatCompletionRequest,
+    signal: abort.signal,
+  };
 }

@@ -21,7 +21,7 @@ import { startFakeUpstream } from '../testing/fake-upstream.ts';
 import { gate, heldEngine, openRequests, until } from '../testing/gates.ts';
 import { startTestServer } from '../testing/test-server.ts';
 import { LineWorkerError } from '../workers/line-worker.ts';
-import { taskFailed } from '../workers/task-errors.ts';
+import { taskFailed } from '../errors/task-errors.ts';
 
 // Issue 21: every request ends, and ends alone. With every generation slot busy, callers leave at
 // each stage reachable in-process (the guard, a task, the queue, a URL fetch, generation,

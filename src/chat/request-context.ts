@@ -1,11 +1,13 @@
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { GenerationRequest } from '../engines/engine.ts';
-import type { ResolvedAttachment } from '../inputs/attachments.ts';
+import type { SchemaLimits } from '../engines/schema-budget.ts';
+import { type AttachmentLimits, type ResolvedAttachment, resolveAttachments } from '../inputs/attachments.ts';
 import type { Caller } from '../keys/caller.ts';
-import type { Directives } from './directives.ts';
+import type { Logger } from '../logging.ts';
+import { type Directives, readDirectives, withoutDirectives } from './directives.ts';
 import type { Meter } from './meter.ts';
+import { normalizeRequest } from './normalize-request.ts';
 
-export type Logger = Pick<Console, 'error' | 'warn'>;
 
 /** The request headers that change how a completion is made (all default to false). */
 export interface RequestFlags {
@@ -38,4 +40,63 @@ export interface RequestContext {
   readonly attachments: () => Promise<ResolvedAttachment[]>;
   /** What the request really did, for its bill (set by the quota stage; absent in stage tests without it). */
   readonly meter?: Meter;
+}
+
+/** What the HTTP handler knows of a validated request (src/api/create-chat-completion.ts). */
+export interface RequestInput {
+  requestId: string;
+  caller: Caller;
+  /** The request's headers; the contract validator has already turned a valid flag into a boolean. */
+  headers: Record<string, unknown>;
+  /** `x-service-zdr`, parsed once when the request arrived (src/http/request-scope.ts). */
+  zdr: boolean;
+  body: ChatCompletionRequest;
+  /** Aborted when the client goes away before the answer is complete. */
+  signal: AbortSignal;
+}
+
+/** A boolean header. */
+const flag = (headers: Record<string, unknown>, name: string) => String(headers[name]).toLowerCase() === 'true';
+
+export function flagsOf(headers: Record<string, unknown>, zdr: boolean): RequestFlags {
+  return {
+    zdr,
+    bypassCache: flag(headers, 'x-service-bypass-cache'),
+    bypassMoa: flag(headers, 'x-service-bypass-moa'),
+    showAdditionalInfo: flag(headers, 'x-show-additional-info'),
+    reasoningDelta: flag(headers, 'x-service-reasoning-delta'),
+  };
+}
+
+/**
+ * The context of one validated request, built once: who calls, its flags, its directives and the
+ * engine's form of it, and its attachments, resolved on first use.
+ */
+export function createRequestContext(input: RequestInput, deps: { log: Logger; attachmentLimits: AttachmentLimits; schemaLimits?: SchemaLimits }): RequestContext {
+  const { body, signal } = input;
+  return {
+    requestId: input.requestId,
+    caller: input.caller,
+    flags: flagsOf(input.headers, input.zdr),
+    signal,
+    log: deps.log,
+    body,
+    generation: withoutDirectiveTags(normalizeRequest(body, signal, deps.schemaLimits)),
+    directives: readDirectives(body.messages),
+    attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits, signal)),
+  };
+}
+
+/** `make()` on the first call; the same promise after. */
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => (made ??= make());
+}
+
+/** The engine's request with the directives taken out of its system messages (and those left empty). */
+function withoutDirectiveTags(generation: GenerationRequest): GenerationRequest {
+  const messages = generation.messages
+    .map((m) => (m.role === 'system' ? { ...m, content: withoutDirectives(m.content) } : m))
+    .filter((m) => m.role !== 'system' || m.content !== '');
+  return { ...generation, messages };
 }

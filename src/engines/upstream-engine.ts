@@ -3,7 +3,7 @@ import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, errors, request as send } from 'undici';
 import type { FinishReason } from '../contract/wire-types.ts';
 import { ThinkTagSplitter } from './think-tags.ts';
-import { ServiceError, serviceUnavailable } from '../errors/service-error.ts';
+import { ServiceError, serviceUnavailable, upstreamError } from '../errors/service-error.ts';
 import type { Engine, EngineMessage, GenerationEvent, GenerationRequest } from './engine.ts';
 import { argumentsOf, countOf, errorFieldsOf, textOf, toolIndexOf, upstreamRejection, upstreamStreamFailure } from './upstream-fields.ts';
 
@@ -83,7 +83,7 @@ export function createUpstreamEngine(options: UpstreamOptions): Engine {
         const type = String(response.headers['content-type'] ?? '');
         if (type.startsWith('text/event-stream')) yield* readStream(body);
         else if (type.startsWith('application/json')) yield* readWhole(await body.text());
-        else throw upstreamError(`it answered ${type || 'no content type'} instead of an event stream`);
+        else throw unusableAnswer(`it answered ${type || 'no content type'} instead of an event stream`);
       } catch (err) {
         if (request.signal.aborted) return; // the client left; nobody is listening
         if (err instanceof ServiceError) throw err;
@@ -144,14 +144,13 @@ function toWireMessage(m: EngineMessage) {
 }
 
 /** A fault of the upstream's: its answer cannot be taken for a complete one. */
-const upstreamError = (why: string) =>
-  new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model's answer is unusable: ${why}. It is safe to retry.`);
+const unusableAnswer = (why: string) => upstreamError(`The upstream model's answer is unusable: ${why}. It is safe to retry.`);
 
 function parseJson<T>(text: string, what: string): T {
   try {
     return JSON.parse(text) as T;
   } catch {
-    throw upstreamError(`${what} is not JSON (${JSON.stringify(text.slice(0, 80))})`);
+    throw unusableAnswer(`${what} is not JSON (${JSON.stringify(text.slice(0, 80))})`);
   }
 }
 
@@ -170,7 +169,7 @@ function toolCallsOf(m: UpstreamMessage | null | undefined): { index: number; ca
     if (call === null || typeof call !== 'object') return [];
     const c = call as UpstreamToolCall;
     const index = toolIndexOf(c.index ?? position);
-    if (index === undefined) throw upstreamError(`a tool call's index (${JSON.stringify(c.index)}) is not a small whole number`);
+    if (index === undefined) throw unusableAnswer(`a tool call's index (${JSON.stringify(c.index)}) is not a small whole number`);
     return [{ index, call: c }];
   });
 }
@@ -181,7 +180,7 @@ async function* readWhole(text: string): AsyncGenerator<GenerationEvent> {
   const choice = firstChoice(whole);
   const message = choice?.message;
   const finishReason = textOf(choice?.finish_reason);
-  if (!message || typeof message !== 'object' || !finishReason) throw upstreamError('its answer has no message with a finish_reason');
+  if (!message || typeof message !== 'object' || !finishReason) throw unusableAnswer('its answer has no message with a finish_reason');
   const reasoning = reasoningOf(message);
   if (reasoning) yield { type: 'reasoning', text: reasoning };
   const content = textOf(message.content);
@@ -216,7 +215,7 @@ async function* readStream(body: ResponseBody): AsyncGenerator<GenerationEvent> 
         continue;
       }
       const chunk = parseJson<UpstreamChunk | null>(event.data, 'an event of its stream');
-      if (chunk === null || typeof chunk !== 'object') throw upstreamError('an event of its stream is not an object');
+      if (chunk === null || typeof chunk !== 'object') throw unusableAnswer('an event of its stream is not an object');
       const failure = errorFieldsOf(chunk);
       if (failure) throw upstreamStreamFailure(failure);
       if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
@@ -244,7 +243,7 @@ async function* readStream(body: ResponseBody): AsyncGenerator<GenerationEvent> 
     }
   }
   // Neither a finish_reason nor [DONE]: the stream was cut, and what came is not the whole answer.
-  if (finishReason === undefined && !sawDone) throw upstreamError('its stream ended before it was complete');
+  if (finishReason === undefined && !sawDone) throw unusableAnswer('its stream ended before it was complete');
   yield* think.flush();
   yield { type: 'done', finishReason: finishReason ?? 'stop', usage };
 }
@@ -279,5 +278,5 @@ function upstreamFailure(status: number, retryAfterHeader: string | string[] | u
     }
     return upstreamRejection(errorFieldsOf(parsed), text);
   }
-  return new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed with HTTP ${status}.`);
+  return upstreamError(`The upstream model failed with HTTP ${status}.`);
 }

@@ -1,4 +1,4 @@
-import { ServiceError } from '../errors/service-error.ts';
+import { ServiceError, upstreamError, upstreamRejected } from '../errors/service-error.ts';
 
 /*
  * An upstream's answer is JSON of any shape: llama.cpp and vLLM send a numeric error `code`,
@@ -82,10 +82,10 @@ function isContextLength(fields: UpstreamErrorFields, message: string): boolean 
 export function upstreamRejection(fields: UpstreamErrorFields | undefined, text: string): ServiceError {
   const detail = boundedMessage(fields ? fields.message : text, 'no reason given');
   const code = fields && isContextLength(fields, detail) ? 'context_length_exceeded' : 'upstream_rejected';
-  return new ServiceError(400, 'invalid_request_error', code, `The upstream model rejected the request: ${detail}`);
+  return upstreamRejected(`The upstream model rejected the request: ${detail}`, code);
 }
 
 /** An error event in the middle of an upstream's stream: a fault on the upstream's side. */
 export function upstreamStreamFailure(fields: UpstreamErrorFields): ServiceError {
-  return new ServiceError(500, 'internal_error', 'upstream_error', `The upstream model failed: ${boundedMessage(fields.message, 'unknown error')}`);
+  return upstreamError(`The upstream model failed: ${boundedMessage(fields.message, 'unknown error')}`);
 }

@@ -1,5 +1,5 @@
 import { type Engine, type GenerationEvent, type GenerationRequest, spentOn, type TokenUsage } from './engine.ts';
-import { ServiceError } from '../errors/service-error.ts';
+import { outputValidationFailed } from '../errors/service-error.ts';
 import { type FoldedGeneration, foldEvents, replayEvents } from './fold-events.ts';
 import { checkJson } from './json-schema.ts';
 
@@ -46,7 +46,7 @@ async function* verified(engine: Engine, request: GenerationRequest): AsyncGener
       return;
     }
   }
-  throw spentOn(new ServiceError(500, 'internal_error', 'output_validation_failed',
+  throw spentOn(outputValidationFailed(
     `The model's answer did not conform after ${ATTEMPTS} attempts: ${problem}. It is safe to retry.`), usage);
 }
 

@@ -60,3 +60,37 @@ export const storeUnavailable = (why: string) =>
 /** A caller's input over one of the service's bounds (size, length, pixels). */
 export const payloadTooLarge = (code: string, message: string, param: string | null = null) =>
   new ServiceError(413, 'payload_too_large', code, message, param);
+
+/** A body sent in a charset other than UTF-8. */
+export const unsupportedCharset = (charset: string) =>
+  new ServiceError(415, 'invalid_request_error', 'unsupported_charset', `Unsupported charset "${charset}": send the JSON body as UTF-8.`);
+
+/** A body in a Content-Type or Content-Encoding the service does not read. */
+export const unsupportedMediaType = (message: string) =>
+  new ServiceError(415, 'invalid_request_error', 'unsupported_media_type', message);
+
+/** A known path asked with another method; `headers` carries its `Allow`. */
+export const methodNotAllowed = (message: string, headers: Record<string, string> = {}) =>
+  new ServiceError(405, 'invalid_request_error', 'method_not_allowed', message, null, headers);
+
+/** A fault on the upstream model's side (its status, its stream, its answer): safe to retry. */
+export const upstreamError = (message: string) => new ServiceError(500, 'internal_error', 'upstream_error', message);
+
+/** The upstream model refused the request as the caller's (`upstream_rejected`, or `context_length_exceeded`). */
+export const upstreamRejected = (message: string, code: 'upstream_rejected' | 'context_length_exceeded' = 'upstream_rejected') =>
+  new ServiceError(400, 'invalid_request_error', code, message);
+
+/** The model's answer did not conform to the requested format after every attempt. */
+export const outputValidationFailed = (message: string) =>
+  new ServiceError(500, 'internal_error', 'output_validation_failed', message);
+
+/** The mock's front could not reach the Prism mock behind it (src/mock/). */
+export const mockUnavailable = (message: string) =>
+  new ServiceError(502, 'service_unavailable', 'mock_unavailable', message);
+
+/**
+ * A ServiceError that crossed a process boundary as its fields (a worker's answer to a job) made
+ * whole again: the code and status are the ones its factory on the other side gave it.
+ */
+export const revivedError = (fields: { status: number; type: ErrorType; code: string; message: string; param?: string | null }) =>
+  new ServiceError(fields.status, fields.type, fields.code, fields.message, fields.param ?? null);

@@ -1,7 +1,9 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { recordError } from './request-outcome.ts';
-import { internalError, invalidRequest, notFound, ServiceError, storeUnavailable } from '../errors/service-error.ts';
+import { internalError, invalidRequest, methodNotAllowed, notFound, payloadTooLarge, ServiceError, storeUnavailable, unsupportedMediaType } from '../errors/service-error.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
+import { currentRequest, currentRequestId } from './request-scope.ts';
+import type { Logger } from '../logging.ts';
 
 /** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
 interface HttpLikeError {
@@ -21,7 +23,8 @@ interface HttpLikeError {
  * everything its libraries throw, passes through here; anything unrecognised becomes a 500
  * whose body hides the cause.
  */
-export function toServiceError(err: unknown, requestId: string, url = ''): ServiceError {
+export function toServiceError(err: unknown, url = ''): ServiceError {
+  const requestId = currentRequestId() ?? 'unknown';
   if (err instanceof ServiceError) return err;
   if (err instanceof StoreUnavailableError) return storeUnavailable(err.message);
   if (typeof err !== 'object' || err === null) return internalError(requestId);
@@ -33,21 +36,20 @@ export function toServiceError(err: unknown, requestId: string, url = ''): Servi
   }
   if (e.type === 'entity.too.large' || status === 413) {
     const limit = e.limit ? ` of ${e.limit} bytes` : '';
-    return new ServiceError(413, 'payload_too_large', 'payload_too_large', `The request body exceeds the limit${limit}.`);
+    return payloadTooLarge('payload_too_large', `The request body exceeds the limit${limit}.`);
   }
   if (e.type === 'encoding.unsupported' || e.type === 'charset.unsupported') {
-    return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type', e.message ?? 'Unsupported encoding.');
+    return unsupportedMediaType(e.message ?? 'Unsupported encoding.');
   }
   if (status === 400 && Array.isArray(e.errors)) return fromValidationErrors(e.errors);
   // body-parser's other 400s (a body that does not inflate, a stream cut short) say what went wrong.
   if (status === 400 && e.expose) return invalidRequest(`The body could not be read: ${e.message ?? 'bad request'}`, 'invalid_body');
   if (status === 415) {
-    return new ServiceError(415, 'invalid_request_error', 'unsupported_media_type',
+    return unsupportedMediaType(
       `Unsupported Content-Type: send the body as application/json (${e.message ?? ''}).`);
   }
   if (status === 405) {
-    return new ServiceError(405, 'invalid_request_error', 'method_not_allowed', e.message ?? 'Method not allowed.',
-      null, e.headers ?? {});
+    return methodNotAllowed(e.message ?? 'Method not allowed.', e.headers ?? {});
   }
   if (status === 404) return notFound(`Unknown URL: ${url}`);
   return internalError(requestId);
@@ -66,25 +68,24 @@ export function sendError(res: Response, error: ServiceError): void {
   res.set(error.headers).status(error.status).json(error.toEnvelope());
 }
 
-type Logger = Pick<Console, 'error'>;
-
 /**
- * Logs a 500 under its request id. The cause (which may quote the request or the answer) is left
- * out for a request that asked for zero data retention: its log line is metadata only.
+ * Logs a 500, and a store outage (503 `store_unavailable`: what the operator must fix), with its
+ * cause; the logger adds the request id and key id (src/logging.ts). The cause (which may quote
+ * the request or the answer) is left out for a request that asked for zero data retention: its
+ * log line is metadata only.
  */
 export function logFailure(log: Logger, req: Request, error: ServiceError, cause: unknown, when = ''): void {
-  if (error.status !== 500) return;
-  const requestId = String(req.res?.getHeader('x-request-id') ?? 'unknown');
-  const line = `[${requestId}] ${req.method} ${req.originalUrl} failed${when}:`;
-  if (String(req.headers['x-service-zdr']).toLowerCase() === 'true') log.error(line, `${error.code} (zero data retention: no detail kept)`);
-  else log.error(line, cause);
+  const level = error.status === 500 ? 'error' : error.code === 'store_unavailable' ? 'warn' : undefined;
+  if (!level) return;
+  const line = `${req.method} ${req.originalUrl} failed${when}:`;
+  if (currentRequest()?.zdr) log[level](line, `${error.code} (zero data retention: no detail kept)`);
+  else log[level](line, cause);
 }
 
 /** Express's last middleware: maps, logs 500s with their request id, answers. */
 export function createErrorHandler(log: Logger): ErrorRequestHandler {
   return function errorHandler(err, req, res, _next) {
-    const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
-    const error = toServiceError(err, requestId, `${req.method} ${req.path}`);
+    const error = toServiceError(err, `${req.method} ${req.path}`);
     logFailure(log, req, error, err);
     if (res.headersSent) {
       res.end();

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { Metrics } from './metrics.ts';
+import type { Logger } from '../logging.ts';
 
 /** A dependency readiness depends on: resolves when it can serve, throws (or times out) when not. */
 export type Probe = () => Promise<void>;
@@ -17,7 +18,7 @@ export class Readiness {
   private readonly causes = new Map<string, string>();
 
   /** `log` gets a failing check's cause, which `/readyz` (no key needed) never shows. */
-  constructor(private readonly probes: Record<string, Probe> = {}, private readonly log: Pick<Console, 'warn'> = console) {}
+  constructor(private readonly probes: Record<string, Probe> = {}, private readonly log: Logger = console) {}
 
   started(): void {
     if (this.state === 'starting') this.state = 'ready';

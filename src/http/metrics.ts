@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { outcomeOf, type RequestOutcome } from './request-outcome.ts';
+import type { Logger } from '../logging.ts';
 
 const SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
@@ -28,7 +29,7 @@ export class Metrics {
   });
 
   /** `log`: where a metric that could not be recorded is reported (never thrown: see middleware). */
-  constructor(private readonly log: Pick<Console, 'error'> = console) {
+  constructor(private readonly log: Logger = console) {
     collectDefaultMetrics({ register: this.registry });
   }
 
@@ -45,7 +46,7 @@ export class Metrics {
           try {
             this.observe(res.statusCode, outcome);
           } catch (err) {
-            this.log.error(`[${String(res.getHeader('x-request-id'))}] a request's metrics were not recorded:`, err);
+            this.log.error('a request\'s metrics were not recorded:', err);
           }
         });
       }

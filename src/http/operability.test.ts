@@ -1,6 +1,7 @@
 // The operators' view of the service, through HTTP: the request log, the metrics, health and
 // readiness, and CORS for browser apps (issue 11).
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
@@ -10,7 +11,7 @@ import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } fro
 import { createRedisStore } from '../store/redis-store.ts';
 import { Readiness } from './health.ts';
 import { Metrics } from './metrics.ts';
-import { createLogger } from './request-log.ts';
+import { createLogger, loggerOn } from '../logging.ts';
 
 /** A scripted classifier (tests only): "KILL" is S1. */
 const scriptedScorer: TextScorer = {
@@ -198,5 +199,36 @@ describe('CORS', () => {
     const res = await preflight(closed, 'https://app.example.com');
     assert.equal(res.status, 401);
     assert.equal(res.headers.get('access-control-allow-origin'), null);
+  });
+});
+
+describe('a store outage during a request (issue 20, part 3)', () => {
+  const log = logLines();
+  let server: TestServer;
+  let store: ReturnType<typeof createRedisStore>;
+  before(async () => {
+    // A port nothing listens on: every store call of the request fails as an outage.
+    const closed = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    store = createRedisStore({ url: `redis://127.0.0.1:${closed}`, log: loggerOn(log.logger) });
+    server = await startTestServer({
+      store, log: loggerOn(log.logger), requestLogger: log.logger,
+      quota: { prices: { prompt: 1, completion: 1 }, defaults: { rpm: null, tpm: null } },
+    });
+  });
+  after(async () => (await server.close(), await store.close()));
+
+  it('is written to the JSON log with the request id and key id of the request it failed', async () => {
+    const res = await postCompletion(server.baseUrl, hello, { 'x-request-id': 'outage-1' });
+    assert.equal(res.status, 503);
+    await settle();
+    const line = log.lines.find((l) => l.reqId === 'outage-1' && /Redis at/.test(JSON.stringify(l)));
+    assert.ok(line, JSON.stringify(log.lines));
+    assert.ok(line.keyId, 'the line names the caller\'s key id');
+    assert.doesNotMatch(log.raw.join('\n'), /\[outage-1\]/, 'the request id is a field, not a prefix');
   });
 });

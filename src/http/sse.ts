@@ -1,8 +1,7 @@
 import type { Request, Response } from 'express';
 import { logFailure, toServiceError } from './errors.ts';
 import { recordError } from './request-outcome.ts';
-
-type Logger = Pick<Console, 'error'>;
+import type { Logger } from '../logging.ts';
 
 /**
  * The one SSE writer. Writes each item as a `data:` event and ends with `data: [DONE]`. A failure
@@ -47,8 +46,7 @@ export async function writeEventStream(
     }
   } catch (err) {
     if (!signal.aborted) {
-      const requestId = String(res.getHeader('x-request-id') ?? 'unknown');
-      const error = toServiceError(err, requestId);
+      const error = toServiceError(err);
       logFailure(log, req, error, err, ' mid-stream');
       recordError(res, error);
       send(JSON.stringify(error.toEnvelope()));

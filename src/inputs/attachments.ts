@@ -3,7 +3,7 @@ import { extname } from 'node:path';
 import { fileTypeFromBuffer } from 'file-type';
 import sharp from 'sharp';
 import type { ContentPart, Message } from '../contract/wire-types.ts';
-import { invalidRequest, ServiceError } from '../errors/service-error.ts';
+import { invalidRequest, payloadTooLarge } from '../errors/service-error.ts';
 import { type FetchLimits, safeFetch, tooLarge } from './safe-fetch.ts';
 import { readVideo, type VideoLimits } from './video/read-video.ts';
 import { checkZipLimits } from './zip-limits.ts';
@@ -170,7 +170,7 @@ async function checkDecodable(bytes: Buffer, param: string, maxPixels: number): 
   }
   const { width = 0, height = 0 } = size;
   if (width * height > maxPixels) {
-    throw new ServiceError(413, 'payload_too_large', 'image_too_large',
+    throw payloadTooLarge('image_too_large',
       `${param} is ${width}×${height} pixels, over the limit of ${maxPixels} pixels (IMAGE_MAX_PIXELS).`, param);
   }
   try {

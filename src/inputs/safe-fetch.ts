@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { invalidRequest, ServiceError } from '../errors/service-error.ts';
+import { invalidRequest, payloadTooLarge } from '../errors/service-error.ts';
 
 export interface FetchLimits {
   maxBytes: number;
@@ -177,4 +177,4 @@ function request(url: URL, limits: FetchLimits, signal: AbortSignal, param: stri
 }
 
 export const tooLarge = (param: string, maxBytes: number) =>
-  new ServiceError(413, 'payload_too_large', 'file_too_large', `${param} exceeds the limit of ${maxBytes} bytes.`, param);
+  payloadTooLarge('file_too_large', `${param} exceeds the limit of ${maxBytes} bytes.`, param);

@@ -2,6 +2,7 @@
 // `ensure-dev` is what `make run` calls on start.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
+import { createLogger, loggerOn } from '../logging.ts';
 import { createStore } from '../store/create-store.ts';
 import { StoreUnavailableError } from '../store/errors.ts';
 import { ApiKeys } from './api-keys.ts';
@@ -28,7 +29,10 @@ function count(raw: string | undefined, name: string): number | null | undefined
 
 async function main(argv: string[]): Promise<number> {
   const config = loadConfig(process.env);
-  const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: 0 });
+  // The store's warnings (a Redis outage, a stale lock broken) are JSON lines on standard error,
+  // as the service writes them; standard output stays the command's answer.
+  const log = loggerOn(createLogger(config.logLevel, process.stderr));
+  const store = createStore({ redisUrl: config.redisUrl, keysFile: config.keysFile, cacheMaxEntries: 0, log });
   const keys = new ApiKeys(store);
   const { positionals, values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
   const [command, target, amount] = positionals;

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { authenticationFailed } from '../errors/service-error.ts';
 import type { CallerResolver } from '../keys/caller.ts';
+import { setRequestKey } from '../http/request-scope.ts';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
@@ -20,6 +21,7 @@ export function createBearerAuth(keys: CallerResolver): RequestHandler {
       return next(authenticationFailed('Invalid API key. Send a valid key as "Authorization: Bearer <API_KEY>".'));
     }
     res.locals.caller = caller;
+    setRequestKey(caller.keyId); // the request's log lines name its key from here on
     next();
   };
 }

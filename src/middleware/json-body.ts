@@ -1,5 +1,5 @@
 import express, { type RequestHandler } from 'express';
-import { ServiceError } from '../errors/service-error.ts';
+import { unsupportedCharset } from '../errors/service-error.ts';
 
 /**
  * The JSON body, UTF-8 only (RFC 8259 §8.1), inflated when sent with `Content-Encoding` gzip,
@@ -19,6 +19,5 @@ const requireUtf8: RequestHandler = function requireUtf8(req, _res, next) {
     ?.slice('charset='.length)
     .replaceAll('"', '');
   if (charset === undefined || charset === 'utf-8' || charset === 'utf8') return next();
-  next(new ServiceError(415, 'invalid_request_error', 'unsupported_charset',
-    `Unsupported charset "${charset}": send the JSON body as UTF-8.`));
+  next(unsupportedCharset(charset));
 };

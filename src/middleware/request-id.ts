@@ -11,6 +11,6 @@ export function createRequestId(): RequestHandler {
     const id = incoming && SAFE_ID.test(incoming) ? incoming : randomUUID();
     res.set('x-request-id', id);
     // Everything after this, and what it schedules, runs as this request's work.
-    runAsRequest(id, next);
+    runAsRequest({ requestId: id, zdr: String(req.headers['x-service-zdr']).toLowerCase() === 'true' }, next);
   };
 }

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { invalidRequest, mockUnavailable, type ServiceError } from '../errors/service-error.ts';
 
 /** Response headers that belong to one hop, not to the answer. */
 const HOP_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date']);
@@ -19,7 +20,7 @@ export function createMockFront(prismOrigin: string, docsFile: string, eventGapM
       ? readFile(docsFile).then((page) => void res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(page))
       : handle(req, res, prismOrigin, eventGapMs);
     work.catch((err: unknown) => {
-      if (!res.headersSent) envelope(res, 502, 'service_unavailable', 'mock_unavailable', `The Prism mock behind this front failed: ${(err as Error).message}`);
+      if (!res.headersSent) send(res, mockUnavailable(`The Prism mock behind this front failed: ${(err as Error).message}`));
       else res.destroy();
     });
   });
@@ -33,7 +34,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, prismOrigin: st
     try {
       parsed = JSON.parse(body.toString('utf8'));
     } catch (err) {
-      return envelope(res, 400, 'invalid_request_error', 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
+      return send(res, invalidRequest(`The body is not valid JSON: ${(err as Error).message}`, 'invalid_json'));
     }
     streamed = (parsed as { stream?: unknown } | null)?.stream === true;
   }
@@ -56,7 +57,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, prismOrigin: st
   res.end();
 }
 
-function envelope(res: ServerResponse, status: number, type: string, code: string, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ error: { message, type, code, param: null } }));
+/** The service's envelope, from the service's own factories (src/errors/), so the two cannot drift. */
+function send(res: ServerResponse, error: ServiceError): void {
+  res.writeHead(error.status, { ...error.headers, 'content-type': 'application/json' });
+  res.end(JSON.stringify(error.toEnvelope()));
 }

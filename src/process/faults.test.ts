@@ -37,7 +37,7 @@ describe('the fault handler', () => {
     let finishDrain = () => {};
     const r = recorder(() => new Promise<void>((resolve) => (finishDrain = resolve)));
     const fault = new Error('boom');
-    runAsRequest('req-7', () => r.handle('uncaughtException', fault));
+    runAsRequest({ requestId: 'req-7', zdr: false }, () => r.handle('uncaughtException', fault));
     r.handle('unhandledRejection', 'a second one, while draining');
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(r.exits, [], 'exited before the drain ended');

@@ -3,6 +3,7 @@
 import { createEmbeddedStore } from './embedded-store.ts';
 import { createRedisStore } from './redis-store.ts';
 import type { Store } from './store.ts';
+import type { Logger } from '../logging.ts';
 
 export interface CreateStoreOptions {
   /** REDIS_URL; empty or absent selects the embedded backend. */
@@ -16,7 +17,7 @@ export interface CreateStoreOptions {
   /** `CACHE_MAX_ENTRY_BYTES`: no entry of more bytes is stored, on either backend; unset: no such bound. */
   cacheMaxEntryBytes?: number;
   keyPrefix?: string;
-  log?: Pick<Console, 'warn'>;
+  log?: Pick<Logger, 'warn'>;
 }
 
 export function createStore(options: CreateStoreOptions): Store {

@@ -10,6 +10,7 @@ import { TtlLruCache } from './lru-cache.ts';
 import { RateCounters } from './rate-counters.ts';
 import { SharedKeysFile } from './shared-keys-file.ts';
 import type { Store } from './store.ts';
+import type { Logger } from '../logging.ts';
 
 type Reservation = Awaited<ReturnType<Store['reserveCredits']>>;
 
@@ -23,7 +24,7 @@ export interface EmbeddedStoreOptions {
   /** No entry of more bytes is stored (`CACHE_MAX_ENTRY_BYTES`); unset: no such bound. */
   cacheMaxEntryBytes?: number;
   /** Where a keys file that cannot be read as keys, or a broken lock, is reported. */
-  log?: Pick<Console, 'warn'>;
+  log?: Pick<Logger, 'warn'>;
   /** The cache's clock (tests pass a fake one); rate limits take the caller's clock per call. */
   now?: () => number;
   lock?: Omit<FileLockOptions, 'log'>;

@@ -10,6 +10,7 @@ import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StoreUnavailableError } from './errors.ts';
+import type { Logger } from '../logging.ts';
 
 export interface FileLockOptions {
   /**
@@ -20,7 +21,7 @@ export interface FileLockOptions {
   staleMs?: number;
   /** How long to wait for the lock before giving up. Longer than staleMs, so a waiter outlasts any abandoned lock. */
   timeoutMs?: number;
-  log?: Pick<Console, 'warn'>;
+  log?: Pick<Logger, 'warn'>;
 }
 
 interface Holder {
@@ -42,7 +43,7 @@ export async function withFileLock<T>(lockPath: string, section: () => Promise<T
   }
 }
 
-async function acquire(lockPath: string, token: string, staleMs: number, timeoutMs: number, log: Pick<Console, 'warn'>) {
+async function acquire(lockPath: string, token: string, staleMs: number, timeoutMs: number, log: Pick<Logger, 'warn'>) {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     if (await tryCreate(lockPath, token)) return;
@@ -98,7 +99,7 @@ function parseHolder(text: string): Holder | undefined {
 }
 
 /** True when the lock is gone (now or already), so the caller should try to take it at once. */
-async function breakIfStale(lockPath: string, staleMs: number, log: Pick<Console, 'warn'>): Promise<boolean> {
+async function breakIfStale(lockPath: string, staleMs: number, log: Pick<Logger, 'warn'>): Promise<boolean> {
   let seen;
   try {
     // One descriptor for the stat and the read, so both describe the same lock file.
@@ -144,7 +145,7 @@ async function breakIfStale(lockPath: string, staleMs: number, log: Pick<Console
   return false;
 }
 
-async function release(lockPath: string, token: string, log: Pick<Console, 'warn'>): Promise<void> {
+async function release(lockPath: string, token: string, log: Pick<Logger, 'warn'>): Promise<void> {
   let holder;
   try {
     holder = parseHolder(await readFile(lockPath, 'utf8'));

@@ -22,6 +22,7 @@ import { entryBytes } from './cache-bounds.ts';
 import { DuplicateKeyError, StoreUnavailableError } from './errors.ts';
 import { defineScripts } from './redis-scripts.ts';
 import type { KeyRecord, RateDecision, Store } from './store.ts';
+import type { Logger } from '../logging.ts';
 
 export interface RedisStoreOptions {
   /** redis://[user:password@]host:port[/db] or rediss:// */
@@ -29,7 +30,7 @@ export interface RedisStoreOptions {
   /** Prepended to every key, so several services (or test runs) can share one Redis. */
   keyPrefix?: string;
   /** Where an outage is reported (once per outage, not once per failed call). */
-  log?: Pick<Console, 'warn'>;
+  log?: Pick<Logger, 'warn'>;
   /**
    * No cache entry of more bytes is stored (`CACHE_MAX_ENTRY_BYTES`); unset: no such bound. The
    * total is Redis's own to bound: `maxmemory` with `volatile-lru` (cache entries are the only keys with a TTL).

@@ -9,6 +9,7 @@ import { StoreUnavailableError } from './errors.ts';
 import { withFileLock, type FileLockOptions } from './file-lock.ts';
 import { parseEntries, serializeEntries, type KeyEntry } from './keys-file.ts';
 import { Mutex } from './mutex.ts';
+import type { Logger } from '../logging.ts';
 
 /**
  * A version read less than this after it was written may share its mtime with a later version
@@ -38,7 +39,7 @@ export class SharedKeysFile {
 
   constructor(
     readonly file: string,
-    private readonly log: Pick<Console, 'warn'>,
+    private readonly log: Pick<Logger, 'warn'>,
     private readonly lockOptions: FileLockOptions = {},
   ) {}
 

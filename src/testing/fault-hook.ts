@@ -6,7 +6,7 @@ import { runAsRequest } from '../http/request-scope.ts';
 import '../main.ts';
 
 process.on('SIGUSR2', () => {
-  runAsRequest('fault-hook', () => setImmediate(() => {
+  runAsRequest({ requestId: 'fault-hook', zdr: false }, () => setImmediate(() => {
     if (process.env.FAULT === 'rejection') void Promise.reject(new Error('injected rejection'));
     else throw new Error('injected fault');
   }));

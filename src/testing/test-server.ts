@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { type AppDeps, createApp } from '../app.ts';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
 import { ApiKeys } from '../keys/api-keys.ts';
+import { createLogger, loggerOn } from '../logging.ts';
 import { createEmbeddedStore } from '../store/embedded-store.ts';
 import type { Store } from '../store/store.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
@@ -27,8 +28,10 @@ export interface TestServer {
  * an embedded store of its own, no prices and no limits unless given.
  */
 export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise<TestServer> {
+  // The service's own JSON logger, its lines kept (one string each): what a test reads is what
+  // an operator would, request id and key id included.
   const logged: unknown[][] = [];
-  const log = { error: (...args: unknown[]) => void logged.push(args), warn: (...args: unknown[]) => void logged.push(args) };
+  const log = loggerOn(createLogger('warn', { write: (line: string) => void logged.push([line.trimEnd()]) }));
   const keysFile = join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json');
   const store = overrides.store ?? createEmbeddedStore({ file: keysFile, cacheMaxEntries: 100, log });
   const keys = new ApiKeys(store, [TEST_KEY]);

@@ -1,7 +1,7 @@
 import { payloadTooLarge } from '../errors/service-error.ts';
 import { Child } from './child.ts';
 import type { WorkerLimits } from './isolated-worker.ts';
-import { invalidOutput, taskFailed, taskTimedOut } from './task-errors.ts';
+import { invalidOutput, taskFailed, taskTimedOut } from '../errors/task-errors.ts';
 
 export interface ProcessRun {
   /** Names the engine in errors, e.g. "PDF page rendering". */

@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { payloadTooLarge, ServiceError } from '../errors/service-error.ts';
+import { payloadTooLarge, revivedError, ServiceError } from '../errors/service-error.ts';
 import type { Child } from './child.ts';
 import type { QueueLimits } from './job-queue.ts';
 import { Supervisor } from './supervisor.ts';
-import { taskFailed, taskTimedOut } from './task-errors.ts';
+import { taskFailed, taskTimedOut } from '../errors/task-errors.ts';
 import type { JobReply, JobRequest, WorkerFailure } from './worker-protocol.ts';
 
 /** Bounds on one worker: each job's deadline, the worker's JavaScript heap, and its queue. */
@@ -86,7 +86,7 @@ function call(child: Child, request: JobRequest, what: string): Promise<unknown>
 /** A job's own ServiceError (a 400 for an unreadable file) crosses back as it was. */
 function revive(failure: WorkerFailure, what: string): ServiceError {
   if (failure.status !== undefined) {
-    return new ServiceError(failure.status, failure.type!, failure.code!, failure.message, failure.param ?? null);
+    return revivedError({ ...failure, status: failure.status, type: failure.type!, code: failure.code! });
   }
   return taskFailed(what, failure.message);
 }

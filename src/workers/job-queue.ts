@@ -1,4 +1,4 @@
-import { taskQueueFull, taskShareExceeded } from './task-errors.ts';
+import { taskQueueFull, taskShareExceeded } from '../errors/task-errors.ts';
 
 /** Bounds on one engine's queue (config: `TASK_TIMEOUT_MS`, `TASK_QUEUE_MAX`, `TASK_QUEUE_PER_CALLER`). */
 export interface QueueLimits {

@@ -3,7 +3,7 @@ import { ServiceError } from '../errors/service-error.ts';
 import type { Child } from './child.ts';
 import type { QueueLimits } from './job-queue.ts';
 import { Supervisor } from './supervisor.ts';
-import { engineAnswered, taskFailed, taskTimedOut } from './task-errors.ts';
+import { engineAnswered, taskFailed, taskTimedOut } from '../errors/task-errors.ts';
 
 export interface LineWorkerOptions extends QueueLimits {
   /** Shown in errors: "the text guard". */

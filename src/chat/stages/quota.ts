@@ -74,7 +74,7 @@ export function quota(store: Store, options: QuotaOptions): Stage {
       try {
         await store.addCredits(keyId, refund);
       } catch (err) {
-        ctx.log.error(`[${ctx.requestId}] credits not settled for ${keyId}: ${refund} of ${reserved} reserved not given back (${(err as Error).message})`);
+        ctx.log.error(`credits not settled for ${keyId}: ${refund} of ${reserved} reserved not given back (${(err as Error).message})`);
       }
     };
     const meter = new Meter();
@@ -224,7 +224,7 @@ async function chargeTokens(store: Store, keyId: string, tpm: number, tokens: nu
   try {
     await store.chargeRate(`tpm:${keyId}`, tpm, tokens, nowMs);
   } catch (err) {
-    ctx.log.error(`[${ctx.requestId}] tokens not counted for ${keyId}: ${tokens} (${(err as Error).message})`);
+    ctx.log.error(`tokens not counted for ${keyId}: ${tokens} (${(err as Error).message})`);
   }
 }
 

@@ -48,7 +48,7 @@ async function* storeWhenVerified(answer: Completion, ctx: RequestContext, save:
     if (folded && !answer.blocked && verified(folded, ctx)) {
       const value: CachedAnswer = { folded, precontext: answer.precontext };
       // The answer is whole at `done`; a store that fails costs the cache entry, never the answer.
-      save(JSON.stringify(value)).catch((err: unknown) => ctx.log.warn(`[${ctx.requestId}] cache store failed: ${(err as Error).message}`));
+      save(JSON.stringify(value)).catch((err: unknown) => ctx.log.warn(`cache store failed: ${(err as Error).message}`));
     }
     yield event;
   }

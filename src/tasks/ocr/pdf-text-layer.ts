@@ -1,5 +1,5 @@
 import { createInflate } from 'node:zlib';
-import { invalidRequest, ServiceError } from '../../errors/service-error.ts';
+import { invalidRequest, payloadTooLarge } from '../../errors/service-error.ts';
 import type { OcrLine } from './tesseract-reader.ts';
 
 export interface PdfPageText {
@@ -92,7 +92,7 @@ async function checkInflatedSize(pdf: Uint8Array, source: string, maxBytes: numb
     if (end < 0) break;
     total += await inflatedLength(bytes.subarray(start + 1, end), maxBytes - total);
     if (total > maxBytes) {
-      throw new ServiceError(413, 'payload_too_large', 'pdf_too_large',
+      throw payloadTooLarge('pdf_too_large',
         `${source}: the PDF's streams inflate to more than ${maxBytes} bytes (PDF_MAX_INFLATED_BYTES).`, source);
     }
     at = end;

@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import { runBounded } from '../../workers/bounded-process.ts';
 import type { WorkerLimits } from '../../workers/isolated-worker.ts';
 import { JobQueue } from '../../workers/job-queue.ts';
-import { taskTimedOut } from '../../workers/task-errors.ts';
+import { taskTimedOut } from '../../errors/task-errors.ts';
 
 const run = promisify(execFile);
 

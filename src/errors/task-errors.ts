@@ -1,4 +1,4 @@
-import { invalidRequest, rateLimited, ServiceError, serviceUnavailable } from '../errors/service-error.ts';
+import { invalidRequest, rateLimited, ServiceError, serviceUnavailable } from './service-error.ts';
 
 /** The 503 for work on one file that overran `TASK_TIMEOUT_MS`, whether in a worker or a child process. */
 export const taskTimedOut = (what: string, timeoutMs: number) =>
@@ -17,7 +17,7 @@ export const taskFailed = (what: string, why: string) =>
   new ServiceError(500, 'internal_error', 'task_failed', `The ${what} failed: ${why}. It is safe to retry.`);
 
 /** The 500 for an engine that answered a job with its own error message. */
-export const engineAnswered = (message: string) => new ServiceError(500, 'internal_error', 'task_failed', message);
+export const engineAnswered = (message: string) => new ServiceError(500, 'internal_error', 'task_failed', message); // task_failed, in the engine's words
 
 /** The 400 for a program that could not read the caller's file (a decoder, a renderer). */
 export const invalidOutput = (what: string, why: string) => invalidRequest(`The ${what} failed: ${why}.`, 'invalid_content');

@@ -1,0 +1,50 @@
+import { pino, type DestinationStream, type Logger as Pino } from 'pino';
+import { currentRequest } from './http/request-scope.ts';
+
+/**
+ * The service's one logger type, passed down from main.ts: `warn` and `error` take console-style
+ * arguments, so `console` and a test's recorder fit it too. Made by `loggerOn` from the JSON logger.
+ */
+export interface Logger {
+  error(...args: unknown[]): void;
+  warn(...args: unknown[]): void;
+}
+
+/**
+ * The service's JSON logger (`LOG_LEVEL`): one JSON object per line, or readable colours when
+ * standard output is a terminal. Tests pass a destination to read the lines back.
+ */
+export function createLogger(level: string, destination?: DestinationStream): Pino {
+  const pretty = destination === undefined && process.stdout.isTTY;
+  const options = { level, timestamp: pino.stdTimeFunctions.isoTime, base: { pid: process.pid } };
+  if (pretty) return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid' } } });
+  return destination ? pino(options, destination) : pino(options);
+}
+
+/**
+ * `Logger` on the JSON logger. A line written while a request's work runs is written through that
+ * request's child logger (`reqId`, and `keyId` once known), wherever it comes from: a stage, the
+ * error handler, or the store deep below them that knows nothing of requests. An Error among the
+ * arguments is kept whole.
+ */
+export function loggerOn(logger: Pino): Logger {
+  const children = new WeakMap<object, { keyId: string | undefined; child: Pino }>();
+  const target = (): Pino => {
+    const request = currentRequest();
+    if (!request) return logger;
+    let made = children.get(request);
+    if (!made || made.keyId !== request.keyId) {
+      const bindings = request.keyId === undefined ? { reqId: request.requestId } : { reqId: request.requestId, keyId: request.keyId };
+      made = { keyId: request.keyId, child: logger.child(bindings) };
+      children.set(request, made);
+    }
+    return made.child;
+  };
+  const write = (level: 'error' | 'warn') => (...args: unknown[]) => {
+    const err = args.find((a) => a instanceof Error);
+    const message = args.filter((a) => a !== err).map(String).join(' ');
+    if (err) target()[level]({ err }, message);
+    else target()[level](message);
+  };
+  return { error: write('error'), warn: write('warn') };
+}
