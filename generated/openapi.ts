@@ -41,7 +41,9 @@ export interface paths {
          *     stream ends with one more content delta `unsafe CODES` (after a blank line if text was
          *     released) and `finish_reason` `stop`. Task mode is guarded the same way. Each check adds a
          *     `guardrails` precontext entry (a stream, with `x-show-additional-info`, shows the
-         *     input check's first and the output check's before its final chunk). A blocked answer is never stored in the verified cache.
+         *     input check's first and the output check's before its final chunk). A blocked request or
+         *     answer keeps only its `guardrails` entries: a task's result and the MoA layer's readings
+         *     are withheld with it (in a stream, they are shown only with a passing output verdict). A blocked answer is never stored in the verified cache.
          *     With `reasoning_effort`, the JSON response carries `reasoning`, and a stream sends the
          *     trace first inside `<think>` and `</think>` in content deltas, then the answer.
          */
@@ -876,7 +878,9 @@ export interface components {
         /**
          * @description With `true` and streaming, the precontext is emitted inline at the start of the stream; an
          *     entry made while the answer is generated (the guard's output verdict) comes before the
-         *     final chunk.
+         *     final chunk. Under `<guard>`, the entries of the answer (a task's result, the MoA
+         *     layer's readings) come with the output verdict, once the whole answer has passed it, and
+         *     never with a blocked one.
          */
         ShowAdditionalInfo: boolean;
         /**
@@ -942,7 +946,9 @@ export interface operations {
                 /**
                  * @description With `true` and streaming, the precontext is emitted inline at the start of the stream; an
                  *     entry made while the answer is generated (the guard's output verdict) comes before the
-                 *     final chunk.
+                 *     final chunk. Under `<guard>`, the entries of the answer (a task's result, the MoA
+                 *     layer's readings) come with the output verdict, once the whole answer has passed it, and
+                 *     never with a blocked one.
                  */
                 "x-show-additional-info"?: components["parameters"]["ShowAdditionalInfo"];
                 /**

@@ -251,6 +251,59 @@ describe('the guard stage', () => {
     });
   });
 
+  describe('a blocked answer', () => {
+    /** A scraper double: the page it "fetches" says `text` (the MoA layer never runs it, so only the output check reads it). */
+    const scraperSaying = (text: string): Task => ({
+      name: 'scraper',
+      run: async () => ({ name: 'scraper', result: { url: 'https://example.com/', title: 'A page', text, links: [], tables: [], metadata: {} } }),
+    });
+    const task = (stream = false) => ({
+      model: 'service', stream,
+      messages: [{ role: 'system', content: '<task>scraper</task> <guard>S9</guard>' }, { role: 'user', content: 'https://example.com/' }],
+    });
+    const harmful = 'Page one is fine. It lists NERVE agents to make. ';
+    const serving = async (text: string) => {
+      const server = await startTestServer({ guard: new Guard(scriptedScorer), tasks: new TaskRegistry([scraperSaying(text)]) });
+      servers.push(server);
+      return server;
+    };
+
+    it('withholds its precontext, keeping the guardrails entries (not streamed)', async () => {
+      const server = await serving(harmful);
+      const body = (await (await postCompletion(server.baseUrl, task())).json()) as ChatCompletionResponse;
+      assert.equal(body.choices[0]!.message.content, 'unsafe S9');
+      assert.deepEqual(body.precontext.map((e) => e.name), ['guardrails', 'guardrails']);
+    });
+
+    it('emits no precontext but the guardrails entries in a stream with x-show-additional-info', async () => {
+      const server = await serving(harmful);
+      const res = await postCompletion(server.baseUrl, task(true), { 'x-show-additional-info': 'true' });
+      const { content } = await readStream(res);
+      const shown = [...content.matchAll(/<precontext>(.*?)<\/precontext>/g)].map((m) => JSON.parse(m[1]!).name);
+      assert.deepEqual(shown, ['guardrails', 'guardrails']);
+      assert.ok(!content.includes('NERVE'), content);
+    });
+
+    it('withholds the MoA layer\'s readings too when a model\'s answer is blocked', async () => {
+      const server = await startTestServer({ engine: saying('Sure. NERVE agent time. '), guard: new Guard(scriptedScorer), tasks: new TaskRegistry([ocrSaying('a note about trees')]) });
+      servers.push(server);
+      const request = { model: 'service', messages: [{ role: 'system', content: '<guard>S9</guard>' }, { role: 'user', content: [{ type: 'text', text: 'read it' }, { type: 'image_url', image_url: { url: PICTURE } }] }] };
+      const body = (await (await postCompletion(server.baseUrl, request)).json()) as ChatCompletionResponse;
+      assert.equal(body.choices[0]!.message.content, 'unsafe S9');
+      assert.deepEqual(body.precontext.map((e) => e.name), ['guardrails', 'guardrails']);
+    });
+
+    it('keeps the precontext of an answer that passes, streamed (before the output verdict) or not', async () => {
+      const safe = 'Page one is fine. Page two is fine too. ';
+      const server = await serving(safe);
+      const body = (await (await postCompletion(server.baseUrl, task())).json()) as ChatCompletionResponse;
+      assert.deepEqual(body.precontext.map((e) => e.name), ['guardrails', 'scraper', 'guardrails']);
+      const { content } = await readStream(await postCompletion(server.baseUrl, task(true), { 'x-show-additional-info': 'true' }));
+      const shown = [...content.matchAll(/<precontext>(.*?)<\/precontext>/g)].map((m) => JSON.parse(m[1]!).name);
+      assert.deepEqual(shown, ['guardrails', 'scraper', 'guardrails']);
+    });
+  });
+
   it('refuses a guarded request with 503 where the deployment has no guard, rather than pass it unchecked', async () => {
     const server = await start(createScriptedEngine(echoScript), false);
     const res = await postCompletion(server.baseUrl, guarded('S1', 'hello'));

@@ -32,12 +32,17 @@ export function guard(deps: GuardDeps): Stage {
     if (!input.safe) return { events: textAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
 
     const answer = await next(ctx);
-    const completion: Completion = { ...answer, precontext: [entry(input), ...answer.precontext] };
+    // The later stages' entries are part of the answer (a task's result is its content): held
+    // until the output check has passed it all, so a blocked answer's never reaches the caller,
+    // in a stream either. The array is the one the handler writes from, so it is filled in place.
+    const held = answer.precontext;
+    const completion: Completion = { ...answer, precontext: [entry(input)] };
     const output: OutputCheck = {
       check: (items) => guard.check('output', items, codes, [], ctx.caller.keyId),
       onVerdict: (verdict) => {
+        if (verdict.safe) completion.precontext.push(...held.splice(0));
+        else completion.blocked = true;
         completion.precontext.push(entry(verdict));
-        if (!verdict.safe) completion.blocked = true;
       },
     };
     completion.events = ctx.generation.stream ? releaseChecked(answer.events, output) : checkWholeAnswer(answer.events, output);
