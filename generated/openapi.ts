@@ -30,7 +30,8 @@ export interface paths {
          *     system message before the model reads it. Every text the model would read (each message of
          *     every role, its `name` and tool calls, each tool's name, description and parameter schema,
          *     the response format's schema), the text read from the attachments (OCR, transcripts; with
-         *     `x-service-bypass-moa` and a model that sees pictures, their OCR), and, for the image codes,
+         *     `x-service-bypass-moa` and a model that sees pictures, their OCR; in task mode, the task's
+         *     result is checked as the answer instead), and, for the image codes,
          *     every attached image, are checked before any generation; a request that matches is answered, with no generation and no
          *     credits charged, as a normal completion whose content is `unsafe` and the matched codes,
          *     sorted (`unsafe S1,S10`), `finish_reason` `stop` (streamed: a proper stream with that

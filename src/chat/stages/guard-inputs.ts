@@ -23,7 +23,7 @@ export interface InputDeps {
  * "continue", a tool result, a tool's description). Each message of every role (system text
  * without its directives), its `name`, the tool calls it holds; each tool's name, description and
  * schema; the response format's schema; and the text read from the attachments: the MoA layer's,
- * or, when that layer is bypassed and the model sees the pictures, their OCR.
+ * or, when that layer is bypassed and the model sees the pictures, their OCR (not in task mode).
  */
 export async function inputTexts(ctx: RequestContext, deps: InputDeps): Promise<Checked[]> {
   const texts: Checked[] = [];
@@ -37,10 +37,14 @@ export async function inputTexts(ctx: RequestContext, deps: InputDeps): Promise<
   const format = ctx.body.response_format;
   if (format?.type === 'json_schema') texts.push({ source: 'response_format', text: [format.json_schema.name, ...schemaTexts(format.json_schema.schema)].join('\n') });
 
+  // In task mode no model reads the attachments' MoA text (the MoA stage comes after the task):
+  // the task's result is its answer, checked by the output check; routing them here too would run,
+  // and bill, the reading tasks a second time.
+  if (ctx.directives.task !== undefined) return texts;
   if (!ctx.flags.bypassMoa) {
     const routed = await routedAttachments(ctx, deps.tasks);
     if (routed?.context) texts.push({ source: 'attachments', text: routed.context });
-  } else if (deps.engine.readsImages && ctx.directives.task === undefined && ctx.directives.guard?.some(isTextCode)) {
+  } else if (deps.engine.readsImages && ctx.directives.guard?.some(isTextCode)) {
     const read = await textInPictures(ctx, deps.tasks);
     if (read) texts.push({ source: 'attachments', text: read });
   }
@@ -99,7 +103,8 @@ export async function inputImages(ctx: RequestContext, tasks: TaskRegistry, code
 }
 
 async function detections(ctx: RequestContext, tasks: TaskRegistry, images: Attachment[]) {
-  const routed = ctx.flags.bypassMoa ? undefined : await routedAttachments(ctx, tasks);
+  const moaRuns = !ctx.flags.bypassMoa && ctx.directives.task === undefined; // else its detection is not run for the check
+  const routed = moaRuns ? await routedAttachments(ctx, tasks) : undefined;
   let entry: PrecontextEntry | undefined = routed?.precontext.find((e) => e.name === 'object_detection');
   if (!entry && tasks.has('object_detection')) {
     entry = await tasks.get('object_detection').run({ attachments: images, text: '', instructions: '', output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId });

@@ -253,6 +253,17 @@ describe('the guard stage', () => {
     });
   });
 
+  it('runs a guarded task once: no model reads the MoA layer\'s text in task mode, the task\'s result is checked as the answer', async () => {
+    const ocr = ocrSaying('Page one is fine. It lists NERVE agents to make. ');
+    const server = await startTestServer({ guard: new Guard(scriptedScorer), tasks: new TaskRegistry([ocr]) });
+    servers.push(server);
+    const request = { model: 'service', messages: [{ role: 'system', content: '<task>ocr</task> <guard>S9</guard>' }, { role: 'user', content: [{ type: 'text', text: 'read it' }, { type: 'image_url', image_url: { url: PICTURE } }] }] };
+    const body = (await (await postCompletion(server.baseUrl, request)).json()) as ChatCompletionResponse;
+    assert.equal(body.choices[0]!.message.content, 'unsafe S9');
+    assert.deepEqual(guardEntries(body).map((v) => [v.stage, v.safe]), [['input', true], ['output', false]]);
+    assert.equal(ocr.runs, 1);
+  });
+
   describe('a blocked answer', () => {
     /** A scraper double: the page it "fetches" says `text` (the MoA layer never runs it, so only the output check reads it). */
     const scraperSaying = (text: string): Task => ({
