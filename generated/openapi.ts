@@ -27,9 +27,12 @@ export interface paths {
          *     indiscriminate weapons, hate, suicide and self-harm, sexual content, elections, code
          *     interpreter abuse), `S1_IMAGE`, `S12_IMAGE`, `S15_IMAGE` (gore, nudity, any NSFW image) or
          *     `ALL`; an unknown code is a 400 (`invalid_guard_code`). The directive is taken out of the
-         *     system message before the model reads it. The text of every user message, the text read
-         *     from the attachments (OCR, transcripts), and, for the image codes, every attached image,
-         *     are checked before any generation; a request that matches is answered, with no generation and no
+         *     system message before the model reads it. Every text the model would read (each message of
+         *     every role, its `name` and tool calls, each tool's name, description and parameter schema,
+         *     the response format's schema), the text read from the attachments (OCR, transcripts; with
+         *     `x-service-bypass-moa` and a model that sees pictures, their OCR; in task mode, the task's
+         *     result is checked as the answer instead), and, for the image codes,
+         *     every attached image, are checked before any generation; a request that matches is answered, with no generation and no
          *     credits charged, as a normal completion whose content is `unsafe` and the matched codes,
          *     sorted (`unsafe S1,S10`), `finish_reason` `stop` (streamed: a proper stream with that
          *     content and `[DONE]`). The answer is checked too (content, reasoning and tool-call
@@ -39,7 +42,9 @@ export interface paths {
          *     stream ends with one more content delta `unsafe CODES` (after a blank line if text was
          *     released) and `finish_reason` `stop`. Task mode is guarded the same way. Each check adds a
          *     `guardrails` precontext entry (a stream, with `x-show-additional-info`, shows the
-         *     input check's first and the output check's before its final chunk). A blocked answer is never stored in the verified cache.
+         *     input check's first and the output check's before its final chunk). A blocked request or
+         *     answer keeps only its `guardrails` entries: a task's result and the MoA layer's readings
+         *     are withheld with it (in a stream, they are shown only with a passing output verdict). A blocked answer is never stored in the verified cache.
          *     With `reasoning_effort`, the JSON response carries `reasoning`, and a stream sends the
          *     trace first inside `<think>` and `</think>` in content deltas, then the answer.
          */
@@ -498,7 +503,7 @@ export interface components {
                 code: string;
                 score: number;
             }[];
-            /** @description What was checked: `messages[i]` for a message's text, `attachments` for the text read from the attachments (OCR, transcripts), `messages[i].content[j]` for an image, `messages[i].content[j]#t=S` for the frame of a video at S seconds, `output` for the answer. */
+            /** @description What was checked: `messages[i]` for a message's text, `messages[i].name` for its name, `messages[i].tool_calls[k]` for a tool call it holds (name and arguments), `tools[i]` for a tool (name, description, parameter schema), `response_format` for the response format's schema, `attachments` for the text read from the attachments (OCR, transcripts), `messages[i].content[j]` for an image, `messages[i].content[j]#t=S` for the frame of a video at S seconds, `output` for the answer. */
             checked: string[];
         };
         /** @description Entries of internal tasks whose result shape is not fixed yet. */
@@ -874,7 +879,9 @@ export interface components {
         /**
          * @description With `true` and streaming, the precontext is emitted inline at the start of the stream; an
          *     entry made while the answer is generated (the guard's output verdict) comes before the
-         *     final chunk.
+         *     final chunk. Under `<guard>`, the entries of the answer (a task's result, the MoA
+         *     layer's readings) come with the output verdict, once the whole answer has passed it, and
+         *     never with a blocked one.
          */
         ShowAdditionalInfo: boolean;
         /**
@@ -940,7 +947,9 @@ export interface operations {
                 /**
                  * @description With `true` and streaming, the precontext is emitted inline at the start of the stream; an
                  *     entry made while the answer is generated (the guard's output verdict) comes before the
-                 *     final chunk.
+                 *     final chunk. Under `<guard>`, the entries of the answer (a task's result, the MoA
+                 *     layer's readings) come with the output verdict, once the whole answer has passed it, and
+                 *     never with a blocked one.
                  */
                 "x-show-additional-info"?: components["parameters"]["ShowAdditionalInfo"];
                 /**
