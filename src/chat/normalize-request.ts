@@ -49,6 +49,7 @@ function toEngineMessage(message: Message, i: number): EngineMessage {
   }
   return {
     role,
+    at: i,
     content: flattenContent(message.content),
     ...(message.name ? { name: message.name } : {}),
     ...(message.tool_calls?.length ? { toolCalls: message.tool_calls } : {}),

@@ -10,6 +10,11 @@ export interface EngineMessage {
   toolCallId?: string;
   /** The message's images as data URLs, for an engine that `readsImages`. */
   images?: string[];
+  /**
+   * Its index in the request's `messages`, which its attachments name (`messages[i]…`): kept when
+   * a message before it is left out (a system message of directives alone).
+   */
+  at?: number;
 }
 
 export type EngineToolChoice = 'auto' | 'none' | 'required' | { name: string };

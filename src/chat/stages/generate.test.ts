@@ -44,4 +44,29 @@ describe('images and an upstream that sees them (issue 9, finding 5)', () => {
       }
     });
   }
+
+  it('reach the message they came with when a system message is left out (it held only directives)', async () => {
+    const png = await renderTextImage(['hi']);
+    const upstream = await startFakeUpstream((_body, res) => sendStream(res, [delta({ role: 'assistant', content: 'a cat' }, 'stop')]));
+    const engine = createUpstreamEngine({ baseUrl: upstream.baseUrl, model: 'm', timeoutMs: 5000, vision: true });
+    const server = await startTestServer({ engine });
+    try {
+      const picture = { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } };
+      const res = await postCompletion(server.baseUrl, {
+        model: 'service', messages: [
+          { role: 'system', content: ' ' }, // nothing left once trimmed, as a system message of directives alone
+          { role: 'user', content: 'Hello' },
+          { role: 'assistant', content: 'Hi. Send the picture.' },
+          { role: 'user', content: [{ type: 'text', text: 'What is this?' }, picture] },
+        ],
+      }, { 'x-service-bypass-moa': 'true' });
+      assert.equal(res.status, 200, await res.clone().text());
+      const sent = upstream.requests[0]!.messages as { role: string; content: unknown }[];
+      assert.deepEqual(sent.map((m) => [m.role, Array.isArray(m.content) ? 'with a picture' : 'text']),
+        [['user', 'text'], ['assistant', 'text'], ['user', 'with a picture']]);
+    } finally {
+      await server.close();
+      await upstream.close();
+    }
+  });
 });

@@ -41,8 +41,8 @@ async function* metered(events: AsyncIterable<GenerationEvent>, messages: Engine
 async function withImages(ctx: RequestContext): Promise<EngineMessage[]> {
   const images = (await ctx.attachments()).filter((a) => a.kind === 'image');
   if (images.length === 0) return ctx.generation.messages;
-  return ctx.generation.messages.map((message, i) => {
-    const own = images.filter((a) => a.param.startsWith(`messages[${i}].`));
+  return ctx.generation.messages.map((message) => {
+    const own = message.at === undefined ? [] : images.filter((a) => a.param.startsWith(`messages[${message.at}].`));
     return own.length ? { ...message, images: own.map((a) => `data:${a.mime};base64,${a.bytes.toString('base64')}`) } : message;
   });
 }
