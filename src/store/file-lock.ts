@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreUnavailableError } from './errors.ts';
+import { StoreUnavailableError } from '../errors/store-errors.ts';
 import type { Logger } from '../logging.ts';
 
 export interface FileLockOptions {
