@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import { recordError } from './request-outcome.ts';
 import { answerOf } from '../errors/answer-of.ts';
 import { internalError, invalidRequest, methodNotAllowed, notFound, payloadTooLarge, type ServiceError, unsupportedMediaType } from '../errors/service-error.ts';
-import { currentRequest, currentRequestId } from './request-scope.ts';
+import { currentRequest, currentRequestId } from '../request-scope.ts';
 import type { Logger } from '../logging.ts';
 
 /** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
