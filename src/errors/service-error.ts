@@ -53,6 +53,9 @@ export const insufficientQuota = (message: string) =>
 export const rateLimited = (message: string, retryAfterSeconds: number, headers: Record<string, string>) =>
   new ServiceError(429, 'rate_limit_error', 'rate_limit_exceeded', message, null, { ...headers, 'Retry-After': String(retryAfterSeconds) });
 
+/** `<guard>` cannot be honoured: no guard on this deployment, or its classifier failed (it never passes unchecked). */
+export const guardUnavailable = (message: string) => serviceUnavailable(message, 'guard_unavailable');
+
 /** A caller's URL naming (or resolving to) an address the fetcher may not reach: loopback, private, metadata. */
 export const urlNotAllowed = (param: string, address: string) =>
   invalidRequest(`${param}: ${address}, which may not be fetched`, 'url_not_allowed', param);

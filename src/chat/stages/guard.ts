@@ -1,5 +1,5 @@
 import type { PrecontextEntry } from '../../contract/wire-types.ts';
-import { serviceUnavailable } from '../../errors/service-error.ts';
+import { guardUnavailable } from '../../errors/service-error.ts';
 import { textAnswer } from '../../engines/fold-events.ts';
 import { isImageCode, type GuardCode } from '../../guard/codes.ts';
 import { type CheckedImage, type Guard, unsafeAnswer } from '../../guard/guard.ts';
@@ -68,7 +68,7 @@ export function guard(deps: GuardDeps): Stage {
   return async function guard(ctx, next) {
     const codes = ctx.directives.guard;
     if (codes === undefined) return next(ctx);
-    if (!deps.guard) throw serviceUnavailable('This deployment has no guard, so <guard> cannot be honoured.', 'guard_unavailable');
+    if (!deps.guard) throw guardUnavailable('This deployment has no guard, so <guard> cannot be honoured.');
     const { guard } = deps;
 
     const [texts, pictures] = await Promise.all([inputTexts(ctx, deps.tasks), inputImages(ctx, deps.tasks, codes)]);
