@@ -1,25 +1,27 @@
-// How hostile inputs hurt the server's event loop: for each case, the real tasks serve one hostile
-// request in-process while a well-behaved caller asks for a plain chat every 50 ms.
-// Each case runs in its own child process, so a crash or a hang is recorded, not fatal.
+// How hostile inputs hurt the server's event loop: for each case, a server with the real tasks
+// (bench/hostile/serve-tasks.ts) runs in a child process of its own (bench/lib/child-server.ts), so a
+// crash or a hang is recorded, not fatal; this process sends it one hostile request while a
+// well-behaved caller asks for a plain chat every 50 ms, and reads the server's own event loop delay
+// through the child server's stats. This process's loop is never the one blocked, so it keeps the
+// cap itself and stops a server still stuck at it.
 //
 // Run:  node --import tsx bench/hostile.bench.ts [--out bench/results/hostile.json] [--cases a,b] [--cap-s 240]
-// Child: node --import tsx bench/hostile.bench.ts --case NAME [--cap-s 240]  (prints one JSON line)
-import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync, writeSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { type ChildServer, startChildServer } from './lib/child-server.ts';
 
-const SCRIPT = fileURLToPath(import.meta.url);
-const ROOT = join(dirname(SCRIPT), '..');
-const CHILD_TIMEOUT_MS = 5 * 60_000;
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const SERVER = join(ROOT, 'bench/hostile/serve-tasks.ts');
+/** A case (start, warm-up, the hostile request) still running after this is stopped and recorded as timed out. */
+const CASE_TIMEOUT_MS = 5 * 60_000;
 const GOOD_EVERY_MS = 50;
 const BASELINE_MS = 2000;
-const RESULT_PREFIX = '{"case":';
+/** How long a server's stats are awaited after the hostile request: a loop still blocked cannot answer. */
+const STATS_WAIT_MS = 5000;
 
 /** What one case reports (the parent adds crashed/timed-out cases itself). */
 export interface CaseResult {
@@ -156,62 +158,26 @@ const round = (ms: number | null | undefined) => (ms == null || !Number.isFinite
 const p99 = (xs: number[]) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.ceil(xs.length * 0.99) - 1]! : null);
 
 // ---------------------------------------------------------------------------------------------
-// The child: one case.
+// One case: its own server, warmed, then the hostile request beside the good caller.
 
-/**
- * A thread that answers for the main one when its event loop is blocked past the cap (a timer on
- * the main thread cannot fire then): it prints the case's line itself and kills the process.
- */
-const WATCHDOG = `
-const { workerData } = require('node:worker_threads');
-const { writeSync } = require('node:fs');
-const { cells, startedAt, deadline, name } = workerData;
-(() => {
-for (;;) {
-  const left = deadline - Date.now();
-  if (Atomics.load(cells, 0) !== 0) return;
-  if (left <= 0) break;
-  Atomics.wait(cells, 0, 0, left);
-}
-if (Atomics.exchange(cells, 0, 2) === 0) {
-  const now = Date.now();
-  writeSync(1, JSON.stringify({
-    case: name, status: 'timeout', hostileMs: now - startedAt, loopP99Ms: null,
-    loopMaxMs: now - (startedAt + Atomics.load(cells, 1)), goodRequests: Atomics.load(cells, 2), goodP99Ms: null,
-    crashed: false, timedOut: true,
-    note: 'event loop still blocked at the cap: printed by a watchdog thread, process killed; loop max is a lower bound',
-  }) + '\\n');
-  process.kill(process.pid, 'SIGKILL');
-}
-})();
-`;
+/** The key every request carries: the server is src/testing/test-server.ts's app. */
+const KEY = 'sk-test-key';
 
-function emit(result: CaseResult): void {
-  writeSync(1, `${JSON.stringify(result)}\n`);
+async function post(baseUrl: string, body: unknown, signal?: AbortSignal): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST', signal,
+    headers: { Authorization: `Bearer ${KEY}`, 'Content-Type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, text: await res.text() };
 }
 
-async function runCase(name: string): Promise<void> {
-  const spec = CASES.find((c) => c.name === name);
-  if (!spec) throw new Error(`unknown case ${name}; cases: ${CASES.map((c) => c.name).join(', ')}`);
-  const { loadConfig } = await import('../src/config.ts');
-  const { createTasks, attachmentLimitsOf } = await import('../src/tasks/create-tasks.ts');
-  const { createScriptedEngine, echoScript } = await import('../src/engines/scripted-engine.ts');
-  const { startTestServer, postCompletion } = await import('../src/testing/test-server.ts');
+/** What a case measured once its server is up (a crash or the case's time limit is the caller's). */
+async function measure(spec: HostileCase, server: ChildServer, progress: { hostileStartedAt?: number }): Promise<CaseResult> {
+  const baseUrl = `http://127.0.0.1:${server.port}/v1`;
   const { renderTextImage, textPdf, scannedPdf, dataUrl } = await fixtures();
-
-  const config = loadConfig({ ...process.env });
-  const engine = createScriptedEngine(echoScript);
-  // Synchronous today; awaited (and closed if it can be) so the bench also runs if that changes.
-  const tasks = await createTasks(config, engine);
-  const server = await startTestServer({ engine, tasks, attachmentLimits: attachmentLimitsOf(config), bodyLimitBytes: config.bodyLimitBytes });
-
-  const post = async (body: unknown) => {
-    const res = await postCompletion(server.baseUrl, body);
-    const text = await res.text();
-    return { status: res.status, text };
-  };
   const warmed = async (label: string, body: unknown) => {
-    const { status, text } = await post(body);
+    const { status, text } = await post(baseUrl, body);
     if (status !== 200) throw new Error(`warm-up ${label} answered ${status}: ${text.slice(0, 300)}`);
   };
 
@@ -225,31 +191,24 @@ async function runCase(name: string): Promise<void> {
     await warmed('ocr scanned pdf', taskRequest('ocr', filePart('scan.pdf', dataUrl('application/pdf', await scannedPdf(['Warm up 4721'])))));
   }
   const hostileBody = spec.body ? JSON.stringify(await spec.body()) : undefined;
+  await server.stats(); // the loop's delay is counted from here: the warm-ups are not measured
 
-  // cells: [0] done (0 running, 1 main answered, 2 watchdog answered), [1] heartbeat ms since start, [2] good requests.
-  const cells = new Int32Array(new SharedArrayBuffer(12));
-  const startedAt = Date.now();
-  const watchdog = new Worker(WATCHDOG, { eval: true, workerData: { cells, startedAt, deadline: startedAt + capMs + 5000, name } });
-  await new Promise((resolve) => watchdog.once('online', resolve));
-  watchdog.unref();
-  const heartbeat = setInterval(() => Atomics.store(cells, 1, Date.now() - startedAt), 10);
-
-  const loop = monitorEventLoopDelay({ resolution: 10 });
-  loop.enable();
-  await sleep(50); // the histogram drops its first interval: let it take a few before the hostile request
   const start = performance.now();
+  const goodCaller = new AbortController();
   let outcome: { status: number | string; ms: number; note?: string } | undefined;
   let stop = false;
   if (hostileBody !== undefined) {
-    writeSync(1, `${JSON.stringify({ event: 'hostile-start' })}\n`);
-    const hostileDone = post(hostileBody).then(
+    progress.hostileStartedAt = Date.now();
+    const hostileDone = post(baseUrl, hostileBody).then(
       ({ status, text }) => ({ status, ms: performance.now() - start, ...(status !== 200 ? { note: text.slice(0, 200) } : {}) }),
       (err: Error) => ({ status: 'error', ms: performance.now() - start, note: String(err.cause ?? err.message).slice(0, 200) }),
     );
-    const capped = sleep(capMs).then(() => ({ status: 'timeout', ms: performance.now() - start, note: `no answer within ${capMs / 1000} s` }));
+    // Unref'd: once the case is over, a cap that did not fire must not keep this process alive.
+    const capped = sleep(capMs, undefined, { ref: false }).then(() => ({ status: 'timeout', ms: performance.now() - start, note: `no answer within ${capMs / 1000} s` }));
     void Promise.race([hostileDone, capped]).then((o) => {
       outcome = o;
       stop = true;
+      if (o.status === 'timeout') goodCaller.abort(); // a good request waiting on a loop still blocked at the cap
     });
   } else {
     void sleep(BASELINE_MS).then(() => (stop = true));
@@ -257,99 +216,77 @@ async function runCase(name: string): Promise<void> {
 
   // A good request is due 50 ms after the previous one was due (or at its answer, if that came
   // later); its latency counts from when it was due, so a block that falls between two requests
-  // (the caller's own timer waiting on the blocked loop) is counted too, not omitted.
+  // is counted too, not omitted.
   const latencies: number[] = [];
   let failures = 0;
   let due = performance.now();
+  let lastAnswerAt = Date.now();
   while (!stop) {
     try {
-      if ((await post(GOOD)).status !== 200) failures++;
+      if ((await post(baseUrl, GOOD, goodCaller.signal)).status !== 200) failures++;
     } catch {
+      if (stop) break; // cut at the cap: not a failure of the server's, and no latency to count
       failures++;
     }
     const answered = performance.now();
+    lastAnswerAt = Date.now();
     latencies.push(answered - due);
-    Atomics.store(cells, 2, latencies.length);
     due = Math.max(answered, due + GOOD_EVERY_MS);
     if (due > answered && !stop) await sleep(due - answered);
   }
-  await sleep(20); // one more loop turn, so a block that ended with the hostile answer is sampled
-  loop.disable();
-  clearInterval(heartbeat);
-
-  if (Atomics.compareExchange(cells, 0, 0, 1) !== 0) return; // the watchdog has answered already
-  Atomics.notify(cells, 0);
-  emit({
-    case: name,
+  await sleep(20); // one more loop turn in the server, so a block that ended with the hostile answer is sampled
+  const loop = await Promise.race([server.stats(), sleep(STATS_WAIT_MS).then(() => undefined)]);
+  const timedOut = outcome?.status === 'timeout';
+  const blocked = loop ? undefined : `event loop still blocked ${STATS_WAIT_MS / 1000} s after the cap: loop max is a lower bound`;
+  const note = [outcome?.note, blocked].filter(Boolean).join('; ');
+  return {
+    case: spec.name,
     status: outcome?.status ?? '-',
     hostileMs: round(outcome?.ms ?? null),
-    loopP99Ms: round(loop.percentile(99) / 1e6),
-    loopMaxMs: round(loop.max / 1e6),
+    loopP99Ms: round(loop?.loopP99Ms),
+    // A loop still blocked cannot say how long: it has not answered since the last good request, a lower bound.
+    loopMaxMs: round(loop ? loop.loopMaxMs : Date.now() - lastAnswerAt),
     goodRequests: latencies.length,
     goodP99Ms: round(p99(latencies)),
     goodMaxMs: round(latencies.length ? Math.max(...latencies) : null),
     crashed: false,
-    ...(outcome?.status === 'timeout' ? { timedOut: true } : {}),
+    ...(timedOut ? { timedOut: true } : {}),
     ...(failures ? { goodFailures: failures } : {}),
-    ...(outcome?.note ? { note: outcome.note } : {}),
-  });
-  await Promise.race([Promise.all([server.close(), (tasks as { close?: () => Promise<void> }).close?.()]), sleep(2000)]).catch(() => undefined);
-  process.exit(0); // task workers (and a capped request still running) must not keep the case alive
+    ...(note ? { note } : {}),
+  };
 }
 
-// ---------------------------------------------------------------------------------------------
-// The parent: every case in its own process.
-
-function runChild(name: string): Promise<CaseResult> {
-  return new Promise((resolve) => {
-    const began = Date.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT, '--case', name, '--cap-s', String(capMs / 1000)], {
-      cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true, // its own process group, so pdftoppm & co. go with it
-    });
-    let out = '';
-    let err = '';
-    let hostileStart: number | undefined;
-    let killed = false;
-    child.stdout.on('data', (b: Buffer) => {
-      out += b.toString();
-      if (hostileStart === undefined && out.includes('{"event":"hostile-start"}')) hostileStart = Date.now();
-    });
-    child.stderr.on('data', (b: Buffer) => {
-      err = (err + b.toString()).slice(-4000);
-    });
-    const timer = setTimeout(() => {
-      killed = true;
-      killGroup(child.pid);
-    }, CHILD_TIMEOUT_MS);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      killGroup(child.pid); // whatever it started and left behind
-      const line = out.split('\n').reverse().find((l) => l.startsWith(RESULT_PREFIX));
-      if (line) return resolve(JSON.parse(line) as CaseResult);
-      // The error itself, not its stack (nor the minified source line some modules print with it).
-      const lastError = err.split('\n').map((l) => l.trim())
-        .filter((l) => l && !l.startsWith('at ') && !l.startsWith('Node.js ') && !/^\^+$/.test(l) && l.length < 400)
-        .slice(-2).join(' | ');
-      resolve({
-        case: name,
-        status: killed ? 'timeout' : 'crashed',
-        hostileMs: hostileStart ? Date.now() - hostileStart : null,
-        loopP99Ms: null, loopMaxMs: null, goodRequests: 0, goodP99Ms: null,
-        crashed: !killed, timedOut: killed,
-        note: `${killed ? `killed after ${CHILD_TIMEOUT_MS / 1000} s` : `exit ${code ?? signal}`} after ${Math.round((Date.now() - began) / 1000)} s` +
-          `${hostileStart ? '' : ' (before the hostile request)'}${lastError ? `: ${lastError}` : ''}`,
-      });
-    });
+/** Runs one case against a server of its own, stopped whatever happens; a crash or a hang is a result. */
+async function runCase(spec: HostileCase): Promise<CaseResult> {
+  const began = Date.now();
+  const progress: { hostileStartedAt?: number } = {};
+  const failed = (status: string, why: string): CaseResult => ({
+    case: spec.name, status, hostileMs: progress.hostileStartedAt ? Date.now() - progress.hostileStartedAt : null,
+    loopP99Ms: null, loopMaxMs: null, goodRequests: 0, goodP99Ms: null, crashed: status === 'crashed', timedOut: status === 'timeout',
+    note: `${why} after ${Math.round((Date.now() - began) / 1000)} s${progress.hostileStartedAt ? '' : ' (before the hostile request)'}`,
   });
-}
-
-function killGroup(pid: number | undefined): void {
-  if (!pid) return;
+  let server: ChildServer;
   try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
+    server = await startChildServer(SERVER, {});
+  } catch (err) {
+    return failed('crashed', `${(err as Error).message}`);
   }
+  try {
+    return await Promise.race([
+      measure(spec, server, progress).catch((err: Error) => failed('error', `case failed: ${String(err.message).slice(0, 400)}`)),
+      server.exited.then((how) => failed('crashed', `${how}${lastError(server.stderrTail())}`)),
+      sleep(CASE_TIMEOUT_MS, undefined, { ref: false }).then(() => failed('timeout', `stopped after ${CASE_TIMEOUT_MS / 1000} s`)),
+    ]);
+  } finally {
+    await server.stop();
+  }
+}
+
+/** The error itself from a stderr tail, not its stack (nor the minified source line some modules print with it). */
+function lastError(stderr: string): string {
+  const lines = stderr.split('\n').map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('at ') && !l.startsWith('Node.js ') && !/^\^+$/.test(l) && l.length < 400);
+  return lines.length ? `: ${lines.slice(-2).join(' | ')}` : '';
 }
 
 const cell = (v: unknown) => (v == null ? '–' : String(v).replace(/\|/g, '\\|').replace(/\s+/g, ' '));
@@ -376,7 +313,7 @@ async function runAll(): Promise<void> {
   const began = Date.now();
   for (const c of chosen) {
     process.stderr.write(`${c.name}… `);
-    const result = await runChild(c.name);
+    const result = await runCase(c);
     process.stderr.write(`${result.status} (${Math.round(result.hostileMs ?? 0)} ms hostile)\n`);
     results.push(result);
   }
@@ -397,15 +334,4 @@ async function runAll(): Promise<void> {
   console.log(`\n${table(results)}\n\nWrote ${out} (${report.totalSeconds} s, commit ${report.commit?.slice(0, 7)}${report.dirty ? ' + changes' : ''})`);
 }
 
-const caseName = option('case');
-if (caseName) {
-  await runCase(caseName).catch((err: Error) => {
-    emit({
-      case: caseName, status: 'error', hostileMs: null, loopP99Ms: null, loopMaxMs: null, goodRequests: 0, goodP99Ms: null, crashed: false,
-      note: `case failed before measuring: ${String(err.stack ?? err).slice(0, 400)}`,
-    });
-    process.exit(1);
-  });
-} else {
-  await runAll();
-}
+await runAll();

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { it } from 'node:test';
-import { ConfigError, loadConfig } from './config.ts';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, ENV, loadConfig } from './config.ts';
 
 it('has working defaults', () => {
   const config = loadConfig({});
@@ -38,4 +41,34 @@ it('bounds the cache in bytes, in all and per entry', () => {
   assert.deepEqual([config.cache.maxBytes, config.cache.maxEntryBytes], [1_000_000, 4096]);
   assert.throws(() => loadConfig({ CACHE_MAX_ENTRY_BYTES: '0' }), (e: unknown) => e instanceof ConfigError && /^CACHE_MAX_ENTRY_BYTES/.test(e.message));
   assert.throws(() => loadConfig({ CACHE_MAX_BYTES: '-1' }), (e: unknown) => e instanceof ConfigError && /^CACHE_MAX_BYTES/.test(e.message));
+});
+
+it("README's configuration table lists every setting with the schema's default", () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## Configuration\n'), readme.indexOf('\n## Engines\n'));
+  const rows = new Map<string, string>();
+  for (const [, names, cell] of section.matchAll(/^\| (`[A-Z0-9_]+`(?: \/ `[A-Z0-9_]+`)*) \| ([^|]+) \|/gm)) {
+    for (const [, name] of names!.matchAll(/`([A-Z0-9_]+)`/g)) rows.set(name!, cell!.trim());
+  }
+  // NODE_ENV is not a setting of ours (README names it under VALIDATE_RESPONSES).
+  assert.deepEqual([...rows.keys()].sort(), Object.keys(ENV.shape).filter((name) => name !== 'NODE_ENV').sort());
+  // Defaults that depend on another setting or the machine are settled by loadConfig: checked against it here.
+  const settled: Record<string, [RegExp, unknown, unknown]> = {
+    VALIDATE_RESPONSES: [/^`true` unless `NODE_ENV=production`$/, loadConfig({}).validateResponses, true],
+    ENGINE: [/^`upstream` when `UPSTREAM_BASE_URL` is set, else `local`$/, loadConfig({}).engine, 'local'],
+    THREADS: [/^the machine's cores$/, loadConfig({}).local.threads, availableParallelism()],
+  };
+  const defaults: Record<string, unknown> = ENV.parse({});
+  const root = fileURLToPath(new URL('../', import.meta.url));
+  for (const [name, cell] of rows) {
+    if (name in settled) {
+      const [words, actual, expected] = settled[name]!;
+      assert.match(cell, words, name);
+      assert.equal(actual, expected, name);
+      continue;
+    }
+    const value = defaults[name];
+    if (value === undefined || (Array.isArray(value) && value.length === 0)) assert.match(cell, /^unset\b/, name);
+    else assert.equal(/^`([^`]+)`/.exec(cell)?.[1], String(value).replace(root, ''), name);
+  }
 });

@@ -5,138 +5,24 @@ import { z } from 'zod';
 import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';
 import type { PageLimits } from './tasks/scraper/html-page.ts';
 
-/** Every setting the service reads, from the environment, validated once at start. README lists them. */
-export interface Config {
-  host: string;
-  port: number;
-  bodyLimitBytes: number;
-  /** A key accepted in addition to the stored ones (scripts, tests); kept in memory only. */
-  apiKey: string | undefined;
-  keysFile: string;
-  /** Shared state for several instances; unset: the embedded store (keys file + memory). */
-  redisUrl: string | undefined;
-  cache: {
-    /** `key`: each key sees only its own cached answers; `global`: all keys share them. */
-    scope: 'key' | 'global';
-    ttlSeconds: number;
-    /** Bound of the embedded cache (least recently used out first); Redis bounds itself. */
-    maxEntries: number;
-    /** Bound of the embedded cache in bytes (key and value, UTF-8); Redis: its own maxmemory. */
-    maxBytes: number;
-    /** An entry of more bytes is never stored, on either backend. */
-    maxEntryBytes: number;
-  };
-  credits: {
-    /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
-    per1kPromptTokens: number;
-    per1kCompletionTokens: number;
-    /** Credits per unit of each task's work (src/chat/prices.ts says why each unit). */
-    perUnit: Required<TaskUnits>;
-  };
-  /** Per-key limits for keys without their own; null: none. */
-  defaultLimits: { rpm: number | null; tpm: number | null };
-  validateResponses: boolean;
-  engine: 'local' | 'upstream';
-  local: {
-    modelPath: string;
-    contextSize: number;
-    threads: number;
-    parallel: number;
-    /** Tokens a request without `max_tokens` may generate; a caller may still ask up to the contract's 32000. */
-    defaultMaxTokens: number;
-  };
-  upstream: {
-    baseUrl: string | undefined;
-    apiKey: string | undefined;
-    model: string;
-    timeoutMs: number;
-    answerTimeoutMs: number;
-    concurrency: number;
-    /** The upstream model reads images (`image_url` parts); false for a text-only one. */
-    vision: boolean;
-  };
-  /** On SIGTERM, how long requests in flight may take to finish before they are ended cleanly. */
-  shutdownGraceMs: number;
-  /** The JSON log's level (pino's: fatal, error, warn, info, debug, trace, silent). */
-  logLevel: string;
-  /** `GET /metrics` on this port instead of the service's own (same host); unset: the service's port. */
-  metricsPort: number | undefined;
-  /** Browser origins allowed by CORS (`https://app.example.com`, or `*` for any); none: no CORS. */
-  corsOrigins: string[];
-  /** The rendered API reference served at `/docs` (built by the setup from openapi.yaml). */
-  docsFile: string;
-  /** Requests that may wait for a generation slot before 503 `queue_full`. */
-  queueMaxWaiting: number;
-  /** Bounds on a request's JSON Schemas (response_format and tools together), 400 above them. */
-  schemas: { maxBytes: number; maxDepth: number; maxKeywords: number };
-  attachments: {
-    /** Largest decoded image, in pixels (width × height), checked from its header before decoding. */
-    imageMaxPixels: number;
-    inlineMaxBytes: number;
-    urlMaxBytes: number;
-    fetchTimeoutMs: number;
-    /** Tests only: lets the fetcher reach loopback addresses. */
-    fetchAllowLoopback: boolean;
-  };
-  /** Bounds on the work one file may cause in the built-in tasks. */
-  tasks: {
-    /** A worker (detection, PDF parsing, OCR, speech) still busy with one file after this is stopped. */
-    timeoutMs: number;
-    /** Heap of each task's worker process. */
-    memoryMb: number;
-    /** `TASK_QUEUE_MAX`: jobs that may wait for one engine (OCR, a detector, the guard, translation…). */
-    queueMax: number;
-    /** `TASK_QUEUE_PER_CALLER`: jobs one API key may have waiting or running on one engine. */
-    queuePerCaller: number;
-    pdfMaxPages: number;
-    /** Largest total of a PDF's streams once inflated. */
-    pdfMaxInflatedBytes: number;
-    /** Longest audio transcribed; the rest is not decoded. */
-    audioMaxSeconds: number;
-    /** Longest video read; a longer one is refused. */
-    videoMaxSeconds: number;
-    /** Frames sampled from a video, evenly spaced, for OCR and object detection. */
-    videoMaxFrames: number;
-    /** Largest total of an office document's parts once inflated (it is a zip). */
-    documentMaxInflatedBytes: number;
-    /** Pictures inside one office document sent to OCR; the rest are counted, not read. */
-    documentMaxImages: number;
-  };
-  /** Bounds on what the scraper reads of one page (README, "Scraper"). */
-  scraper: PageLimits;
-  /** The Python of the speech-to-text worker's environment. */
-  sttPython: string;
-  guard: {
-    /** The Python of the text guard's environment. */
-    python: string;
-    /** The text guard's fitted heads (written by `make setup` from the labelled training set). */
-    headsPath: string;
-  };
-  search: {
-    searxngUrl: string | undefined;
-    braveApiKey: string | undefined;
-    timeoutMs: number;
-  };
-}
-
 const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 export class ConfigError extends Error {}
 
-// Each setting as zod reads it from its environment variable; an empty value counts as unset.
-const unset = <T extends z.ZodType>(schema: T) => z.preprocess((raw) => (raw === '' ? undefined : raw), schema.optional());
+// Each setting as zod reads it from its environment variable. An empty value counts as unset: loadConfig drops
+// empty variables before parsing, so a `.default(...)` below is the value of a variable unset or empty.
 const integer = (min: number, max: number) => {
   const error = `must be an integer from ${min} to ${max}`;
-  return unset(z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
+  return z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error });
 };
-const decimal = () => unset(z.coerce.number({ error: 'must be a number of 0 or more' }).min(0, { error: 'must be a number of 0 or more' }));
-const flag = () => unset(z.enum(['true', 'false', '1', '0'], { error: 'must be true or false' }).transform((v) => v === 'true' || v === '1'));
-const oneOf = <T extends string>(values: readonly [T, ...T[]]) => unset(z.enum(values, { error: `must be one of ${values.join(', ')}` }));
+const decimal = () => z.coerce.number({ error: 'must be a number of 0 or more' }).min(0, { error: 'must be a number of 0 or more' });
+const flag = () => z.enum(['true', 'false', '1', '0'], { error: 'must be true or false' }).transform((v) => v === 'true' || v === '1');
+const oneOf = <T extends string>(values: readonly [T, ...T[]]) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
 /** An http(s) URL: a typo here would otherwise surface as a 503 on every request. */
-const httpUrl = () => unset(z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }));
-const text = () => unset(z.string());
+const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+const text = () => z.string();
 /** A comma-separated list of origins (scheme://host[:port]) or `*`. */
-const origins = () => unset(z.string()).transform((raw, ctx) => {
+const origins = () => z.string().optional().transform((raw, ctx) => {
   const listed = (raw ?? '').split(',').map((o) => o.trim()).filter(Boolean);
   for (const origin of listed) {
     if (origin !== '*' && !isOrigin(origin)) ctx.addIssue({ code: 'custom', message: 'must list origins such as https://app.example.com (or *)' });
@@ -145,140 +31,207 @@ const origins = () => unset(z.string()).transform((raw, ctx) => {
 });
 const isOrigin = (origin: string) => URL.canParse(origin) && /^https?:$/.test(new URL(origin).protocol) && new URL(origin).origin === origin;
 
-const ENV = z.object({
-  HOST: text(), PORT: integer(0, 65535), BODY_LIMIT_BYTES: integer(1, 2 ** 31),
-  SERVICE_API_KEY: text(), KEYS_FILE: text(), REDIS_URL: text(),
-  CACHE_SCOPE: oneOf(['key', 'global']), CACHE_TTL_SECONDS: integer(1, 31_536_000), CACHE_MAX_ENTRIES: integer(0, 10_000_000),
-  CACHE_MAX_BYTES: integer(0, 2 ** 48), CACHE_MAX_ENTRY_BYTES: integer(1, 512 * 1024 * 1024), // 512 MiB: Redis's largest string
-  CREDITS_PER_1K_PROMPT_TOKENS: decimal(), CREDITS_PER_1K_COMPLETION_TOKENS: decimal(),
-  CREDITS_PER_OCR_PAGE: decimal(), CREDITS_PER_DETECTED_IMAGE: decimal(), CREDITS_PER_AUDIO_SECOND: decimal(),
-  CREDITS_PER_SEARCH: decimal(), CREDITS_PER_PAGE_FETCHED: decimal(), CREDITS_PER_1K_TRANSLATED_CHARS: decimal(),
-  DEFAULT_RPM: integer(1, 1_000_000_000), DEFAULT_TPM: integer(1, 1_000_000_000_000),
-  NODE_ENV: text(), VALIDATE_RESPONSES: flag(),
-  ENGINE: oneOf(['local', 'upstream']),
-  MODEL_PATH: text(), CONTEXT_SIZE: integer(256, 1_048_576), THREADS: integer(1, 256), PARALLEL: integer(1, 64),
-  DEFAULT_MAX_TOKENS: integer(1, 32_000),
-  UPSTREAM_BASE_URL: httpUrl(), UPSTREAM_API_KEY: text(), UPSTREAM_MODEL: text(),
-  UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000), UPSTREAM_ANSWER_TIMEOUT_MS: integer(1, 3_600_000),
-  UPSTREAM_CONCURRENCY: integer(1, 1024), UPSTREAM_VISION: flag(),
-  QUEUE_MAX_WAITING: integer(0, 100_000),
-  SCHEMA_MAX_BYTES: integer(1, 2 ** 31), SCHEMA_MAX_DEPTH: integer(1, 10_000), SCHEMA_MAX_KEYWORDS: integer(1, 10_000_000),
-  SHUTDOWN_GRACE_MS: integer(0, 3_600_000),
-  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']), METRICS_PORT: integer(1, 65535), CORS_ORIGINS: origins(),
-  IMAGE_MAX_PIXELS: integer(1, 2 ** 31), INLINE_FILE_LIMIT_BYTES: integer(1, 2 ** 31), URL_FILE_LIMIT_BYTES: integer(1, 2 ** 31),
-  FETCH_TIMEOUT_MS: integer(1, 600_000), FETCH_ALLOW_LOOPBACK: flag(),
-  TASK_TIMEOUT_MS: integer(1, 3_600_000), TASK_MEMORY_MB: integer(32, 65_536),
-  TASK_QUEUE_MAX: integer(0, 100_000), TASK_QUEUE_PER_CALLER: integer(1, 100_000), PDF_MAX_PAGES: integer(1, 100_000),
-  PDF_MAX_INFLATED_BYTES: integer(1, 2 ** 40), AUDIO_MAX_SECONDS: integer(1, 86_400),
-  VIDEO_MAX_SECONDS: integer(1, 86_400), VIDEO_MAX_FRAMES: integer(1, 64),
-  DOCUMENT_MAX_INFLATED_BYTES: integer(1, 2 ** 40), DOCUMENT_MAX_IMAGES: integer(0, 1000),
-  SCRAPER_MAX_HTML_BYTES: integer(1, 2 ** 31), SCRAPER_MAX_LINKS: integer(0, 10_000_000), SCRAPER_MAX_TABLES: integer(0, 1_000_000),
-  SCRAPER_MAX_TABLE_CELLS: integer(0, 100_000_000), SCRAPER_MAX_METADATA: integer(0, 1_000_000), SCRAPER_MAX_TEXT_CHARS: integer(0, 2 ** 29),
-  STT_PYTHON: text(), GUARD_PYTHON: text(), GUARD_HEADS: text(),
-  SEARXNG_URL: httpUrl(), BRAVE_SEARCH_API_KEY: text(), SEARCH_TIMEOUT_MS: integer(1, 600_000),
+/**
+ * Every setting the service reads, by its environment variable, with its check and its default: the one place a
+ * setting is written (README's configuration table lists them; config.test.ts holds the two together). A setting
+ * whose default depends on another (VALIDATE_RESPONSES, ENGINE) is optional here and settled in CONFIG below.
+ */
+export const ENV = z.object({
+  HOST: text().default('127.0.0.1'), PORT: integer(0, 65535).default(8080),
+  BODY_LIMIT_BYTES: integer(1, 2 ** 31).default(20 * 1024 * 1024),
+  /** A key accepted in addition to the stored ones (scripts, tests); kept in memory only. */
+  SERVICE_API_KEY: text().optional(),
+  KEYS_FILE: text().default(`${PROJECT_ROOT}data/keys.json`),
+  /** Shared state for several instances; unset: the embedded store (keys file + memory). */
+  REDIS_URL: text().optional(),
+  /** `key`: each key sees only its own cached answers; `global`: all keys share them. */
+  CACHE_SCOPE: oneOf(['key', 'global']).default('key'),
+  CACHE_TTL_SECONDS: integer(1, 31_536_000).default(3600),
+  /** Bounds of the embedded cache (least recently used out first), in entries and in bytes (key and value, UTF-8);
+   * Redis bounds itself (maxmemory). An entry of more than CACHE_MAX_ENTRY_BYTES is never stored, on either backend
+   * (512 MiB: Redis's largest string). */
+  CACHE_MAX_ENTRIES: integer(0, 10_000_000).default(1000),
+  CACHE_MAX_BYTES: integer(0, 2 ** 48).default(256 * 1024 * 1024),
+  CACHE_MAX_ENTRY_BYTES: integer(1, 512 * 1024 * 1024).default(16 * 1024 * 1024),
+  /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
+  CREDITS_PER_1K_PROMPT_TOKENS: decimal().default(1), CREDITS_PER_1K_COMPLETION_TOKENS: decimal().default(2),
+  /** Credits per unit of each task's work (src/chat/prices.ts says why each unit). */
+  CREDITS_PER_OCR_PAGE: decimal().default(1), CREDITS_PER_DETECTED_IMAGE: decimal().default(1),
+  CREDITS_PER_AUDIO_SECOND: decimal().default(0.05), CREDITS_PER_SEARCH: decimal().default(2),
+  CREDITS_PER_PAGE_FETCHED: decimal().default(1), CREDITS_PER_1K_TRANSLATED_CHARS: decimal().default(1),
+  /** Per-key limits for keys without their own; unset: none. */
+  DEFAULT_RPM: integer(1, 1_000_000_000).optional(), DEFAULT_TPM: integer(1, 1_000_000_000_000).optional(),
+  NODE_ENV: text().optional(),
+  /** Default: true unless NODE_ENV=production. */
+  VALIDATE_RESPONSES: flag().optional(),
+  /** Default: upstream when UPSTREAM_BASE_URL is set, else local. */
+  ENGINE: oneOf(['local', 'upstream']).optional(),
+  MODEL_PATH: text().default(`${PROJECT_ROOT}models/SmolLM2-135M-Instruct.Q4_1.gguf`),
+  CONTEXT_SIZE: integer(256, 1_048_576).default(4096), THREADS: integer(1, 256).default(availableParallelism),
+  PARALLEL: integer(1, 64).default(2),
+  /** Tokens a request without `max_tokens` may generate; a caller may still ask up to the contract's 32000. */
+  DEFAULT_MAX_TOKENS: integer(1, 32_000).default(512),
+  UPSTREAM_BASE_URL: httpUrl().optional(), UPSTREAM_API_KEY: text().optional(), UPSTREAM_MODEL: text().default('service'),
+  UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000).default(60_000), UPSTREAM_ANSWER_TIMEOUT_MS: integer(1, 3_600_000).default(600_000),
+  UPSTREAM_CONCURRENCY: integer(1, 1024).default(16),
+  /** The upstream model reads images (`image_url` parts); false for a text-only one. */
+  UPSTREAM_VISION: flag().default(true),
+  /** Requests that may wait for a generation slot before 503 `queue_full`. */
+  QUEUE_MAX_WAITING: integer(0, 100_000).default(32),
+  /** Bounds on a request's JSON Schemas (response_format and tools together), 400 above them. */
+  SCHEMA_MAX_BYTES: integer(1, 2 ** 31).default(DEFAULT_SCHEMA_LIMITS.maxBytes),
+  SCHEMA_MAX_DEPTH: integer(1, 10_000).default(DEFAULT_SCHEMA_LIMITS.maxDepth),
+  SCHEMA_MAX_KEYWORDS: integer(1, 10_000_000).default(DEFAULT_SCHEMA_LIMITS.maxKeywords),
+  /** On SIGTERM, how long requests in flight may take to finish before they are ended cleanly. */
+  SHUTDOWN_GRACE_MS: integer(0, 3_600_000).default(30_000),
+  /** The JSON log's level (pino's). */
+  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `GET /metrics` on this port instead of the service's own (same host); unset: the service's port. */
+  METRICS_PORT: integer(1, 65535).optional(),
+  /** Browser origins allowed by CORS (`https://app.example.com`, or `*` for any); none: no CORS. */
+  CORS_ORIGINS: origins(),
+  /** Largest decoded image, in pixels (width × height), checked from its header before decoding. */
+  IMAGE_MAX_PIXELS: integer(1, 2 ** 31).default(40_000_000),
+  INLINE_FILE_LIMIT_BYTES: integer(1, 2 ** 31).default(20_000_000), URL_FILE_LIMIT_BYTES: integer(1, 2 ** 31).default(80_000_000),
+  FETCH_TIMEOUT_MS: integer(1, 600_000).default(15_000),
+  /** Tests only: lets the fetcher reach loopback addresses. */
+  FETCH_ALLOW_LOOPBACK: flag().default(false),
+  /** A worker (detection, PDF parsing, OCR, speech) still busy with one file after this is stopped. */
+  TASK_TIMEOUT_MS: integer(1, 3_600_000).default(120_000),
+  /** Heap of each task's worker process. */
+  TASK_MEMORY_MB: integer(32, 65_536).default(1024),
+  /** Jobs that may wait for one engine (OCR, a detector, the guard, translation…). */
+  TASK_QUEUE_MAX: integer(0, 100_000).default(32),
+  /** Jobs one API key may have waiting or running on one engine. */
+  TASK_QUEUE_PER_CALLER: integer(1, 100_000).default(4),
+  PDF_MAX_PAGES: integer(1, 100_000).default(20),
+  /** Largest total of a PDF's streams once inflated. */
+  PDF_MAX_INFLATED_BYTES: integer(1, 2 ** 40).default(256 * 1024 * 1024),
+  /** Longest audio transcribed (the rest is not decoded); longest video read (a longer one is refused). */
+  AUDIO_MAX_SECONDS: integer(1, 86_400).default(900), VIDEO_MAX_SECONDS: integer(1, 86_400).default(900),
+  /** Frames sampled from a video, evenly spaced, for OCR and object detection. */
+  VIDEO_MAX_FRAMES: integer(1, 64).default(8),
+  /** Largest total of an office document's parts once inflated (it is a zip). */
+  DOCUMENT_MAX_INFLATED_BYTES: integer(1, 2 ** 40).default(100 * 1024 * 1024),
+  /** Pictures inside one office document sent to OCR; the rest are counted, not read. */
+  DOCUMENT_MAX_IMAGES: integer(0, 1000).default(16),
+  /** Bounds on what the scraper reads of one page (README, "Scraper"). */
+  SCRAPER_MAX_HTML_BYTES: integer(1, 2 ** 31).default(5_000_000), SCRAPER_MAX_LINKS: integer(0, 10_000_000).default(1000),
+  SCRAPER_MAX_TABLES: integer(0, 1_000_000).default(100), SCRAPER_MAX_TABLE_CELLS: integer(0, 100_000_000).default(10_000),
+  SCRAPER_MAX_METADATA: integer(0, 1_000_000).default(200), SCRAPER_MAX_TEXT_CHARS: integer(0, 2 ** 29).default(100_000),
+  /** The Pythons of the speech-to-text worker's and the text guard's environments; the guard's fitted heads
+   * (written by `make setup` from the labelled training set). */
+  STT_PYTHON: text().default(`${PROJECT_ROOT}.venv-stt/bin/python`),
+  GUARD_PYTHON: text().default(`${PROJECT_ROOT}.venv-guard/bin/python`),
+  GUARD_HEADS: text().default(`${PROJECT_ROOT}.cache/guard/heads.json`),
+  SEARXNG_URL: httpUrl().optional(), BRAVE_SEARCH_API_KEY: text().optional(), SEARCH_TIMEOUT_MS: integer(1, 600_000).default(10_000),
 }).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
   path: ['ENGINE'], message: 'ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)',
 });
 
+/** The settings grouped as the service uses them; only names move here, every value and default comes from ENV. */
+const CONFIG = ENV.transform((env) => ({
+  host: env.HOST,
+  port: env.PORT,
+  bodyLimitBytes: env.BODY_LIMIT_BYTES,
+  apiKey: env.SERVICE_API_KEY,
+  keysFile: env.KEYS_FILE,
+  redisUrl: env.REDIS_URL,
+  cache: {
+    scope: env.CACHE_SCOPE,
+    ttlSeconds: env.CACHE_TTL_SECONDS,
+    maxEntries: env.CACHE_MAX_ENTRIES,
+    maxBytes: env.CACHE_MAX_BYTES,
+    maxEntryBytes: env.CACHE_MAX_ENTRY_BYTES,
+  },
+  credits: {
+    per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS,
+    per1kCompletionTokens: env.CREDITS_PER_1K_COMPLETION_TOKENS,
+    perUnit: {
+      ocr_pages: env.CREDITS_PER_OCR_PAGE,
+      detected_images: env.CREDITS_PER_DETECTED_IMAGE,
+      audio_seconds: env.CREDITS_PER_AUDIO_SECOND,
+      searches: env.CREDITS_PER_SEARCH,
+      pages_fetched: env.CREDITS_PER_PAGE_FETCHED,
+      translated_kchars: env.CREDITS_PER_1K_TRANSLATED_CHARS,
+    } satisfies Required<TaskUnits>,
+  },
+  defaultLimits: { rpm: env.DEFAULT_RPM ?? null, tpm: env.DEFAULT_TPM ?? null },
+  validateResponses: env.VALIDATE_RESPONSES ?? env.NODE_ENV !== 'production',
+  engine: env.ENGINE ?? (env.UPSTREAM_BASE_URL ? 'upstream' : 'local'),
+  local: {
+    modelPath: env.MODEL_PATH,
+    contextSize: env.CONTEXT_SIZE,
+    threads: env.THREADS,
+    parallel: env.PARALLEL,
+    defaultMaxTokens: env.DEFAULT_MAX_TOKENS,
+  },
+  upstream: {
+    baseUrl: env.UPSTREAM_BASE_URL,
+    apiKey: env.UPSTREAM_API_KEY,
+    model: env.UPSTREAM_MODEL,
+    timeoutMs: env.UPSTREAM_TIMEOUT_MS,
+    answerTimeoutMs: env.UPSTREAM_ANSWER_TIMEOUT_MS,
+    concurrency: env.UPSTREAM_CONCURRENCY,
+    vision: env.UPSTREAM_VISION,
+  },
+  queueMaxWaiting: env.QUEUE_MAX_WAITING,
+  schemas: { maxBytes: env.SCHEMA_MAX_BYTES, maxDepth: env.SCHEMA_MAX_DEPTH, maxKeywords: env.SCHEMA_MAX_KEYWORDS },
+  shutdownGraceMs: env.SHUTDOWN_GRACE_MS,
+  logLevel: env.LOG_LEVEL,
+  metricsPort: env.METRICS_PORT,
+  corsOrigins: env.CORS_ORIGINS,
+  /** The rendered API reference served at `/docs` (built by the setup from openapi.yaml); not a setting. */
+  docsFile: `${PROJECT_ROOT}.cache/docs/index.html`,
+  attachments: {
+    imageMaxPixels: env.IMAGE_MAX_PIXELS,
+    inlineMaxBytes: env.INLINE_FILE_LIMIT_BYTES,
+    urlMaxBytes: env.URL_FILE_LIMIT_BYTES,
+    fetchTimeoutMs: env.FETCH_TIMEOUT_MS,
+    fetchAllowLoopback: env.FETCH_ALLOW_LOOPBACK,
+  },
+  tasks: {
+    timeoutMs: env.TASK_TIMEOUT_MS,
+    memoryMb: env.TASK_MEMORY_MB,
+    queueMax: env.TASK_QUEUE_MAX,
+    queuePerCaller: env.TASK_QUEUE_PER_CALLER,
+    pdfMaxPages: env.PDF_MAX_PAGES,
+    pdfMaxInflatedBytes: env.PDF_MAX_INFLATED_BYTES,
+    audioMaxSeconds: env.AUDIO_MAX_SECONDS,
+    videoMaxSeconds: env.VIDEO_MAX_SECONDS,
+    videoMaxFrames: env.VIDEO_MAX_FRAMES,
+    documentMaxInflatedBytes: env.DOCUMENT_MAX_INFLATED_BYTES,
+    documentMaxImages: env.DOCUMENT_MAX_IMAGES,
+  },
+  scraper: {
+    maxHtmlBytes: env.SCRAPER_MAX_HTML_BYTES,
+    maxLinks: env.SCRAPER_MAX_LINKS,
+    maxTables: env.SCRAPER_MAX_TABLES,
+    maxTableCells: env.SCRAPER_MAX_TABLE_CELLS,
+    maxMetadata: env.SCRAPER_MAX_METADATA,
+    maxTextChars: env.SCRAPER_MAX_TEXT_CHARS,
+  } satisfies PageLimits,
+  sttPython: env.STT_PYTHON,
+  guard: { python: env.GUARD_PYTHON, headsPath: env.GUARD_HEADS },
+  search: { searxngUrl: env.SEARXNG_URL, braveApiKey: env.BRAVE_SEARCH_API_KEY, timeoutMs: env.SEARCH_TIMEOUT_MS },
+}));
+
+/** Every setting the service reads, validated once at start: the type is what CONFIG makes of the environment. */
+export type Config = z.infer<typeof CONFIG>;
+
 /** Reads and checks every setting; the first bad one is a ConfigError naming it and its value. */
 export function loadConfig(raw: NodeJS.ProcessEnv): Config {
-  const parsed = ENV.safeParse(raw);
+  const parsed = CONFIG.safeParse(withoutEmpty(raw));
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const name = String(issue.path[0]);
     if (issue.code === 'custom' && name === 'ENGINE') throw new ConfigError(issue.message);
     throw new ConfigError(`${name} ${issue.message}, got "${raw[name]}"`);
   }
-  const env = parsed.data;
-  return {
-    host: env.HOST ?? '127.0.0.1',
-    port: env.PORT ?? 8080,
-    bodyLimitBytes: env.BODY_LIMIT_BYTES ?? 20 * 1024 * 1024,
-    apiKey: env.SERVICE_API_KEY,
-    keysFile: env.KEYS_FILE ?? `${PROJECT_ROOT}data/keys.json`,
-    redisUrl: env.REDIS_URL,
-    cache: {
-      scope: env.CACHE_SCOPE ?? 'key',
-      ttlSeconds: env.CACHE_TTL_SECONDS ?? 3600,
-      maxEntries: env.CACHE_MAX_ENTRIES ?? 1000,
-      maxBytes: env.CACHE_MAX_BYTES ?? 256 * 1024 * 1024,
-      maxEntryBytes: env.CACHE_MAX_ENTRY_BYTES ?? 16 * 1024 * 1024,
-    },
-    credits: {
-      per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS ?? 1,
-      per1kCompletionTokens: env.CREDITS_PER_1K_COMPLETION_TOKENS ?? 2,
-      perUnit: {
-        ocr_pages: env.CREDITS_PER_OCR_PAGE ?? 1,
-        detected_images: env.CREDITS_PER_DETECTED_IMAGE ?? 1,
-        audio_seconds: env.CREDITS_PER_AUDIO_SECOND ?? 0.05,
-        searches: env.CREDITS_PER_SEARCH ?? 2,
-        pages_fetched: env.CREDITS_PER_PAGE_FETCHED ?? 1,
-        translated_kchars: env.CREDITS_PER_1K_TRANSLATED_CHARS ?? 1,
-      },
-    },
-    defaultLimits: { rpm: env.DEFAULT_RPM ?? null, tpm: env.DEFAULT_TPM ?? null },
-    validateResponses: env.VALIDATE_RESPONSES ?? env.NODE_ENV !== 'production',
-    engine: env.ENGINE ?? (env.UPSTREAM_BASE_URL ? 'upstream' : 'local'),
-    local: {
-      modelPath: env.MODEL_PATH ?? `${PROJECT_ROOT}models/SmolLM2-135M-Instruct.Q4_1.gguf`,
-      contextSize: env.CONTEXT_SIZE ?? 4096,
-      threads: env.THREADS ?? availableParallelism(),
-      parallel: env.PARALLEL ?? 2,
-      defaultMaxTokens: env.DEFAULT_MAX_TOKENS ?? 512,
-    },
-    upstream: {
-      baseUrl: env.UPSTREAM_BASE_URL,
-      apiKey: env.UPSTREAM_API_KEY,
-      model: env.UPSTREAM_MODEL ?? 'service',
-      timeoutMs: env.UPSTREAM_TIMEOUT_MS ?? 60_000,
-      answerTimeoutMs: env.UPSTREAM_ANSWER_TIMEOUT_MS ?? 600_000,
-      concurrency: env.UPSTREAM_CONCURRENCY ?? 16,
-      vision: env.UPSTREAM_VISION ?? true,
-    },
-    queueMaxWaiting: env.QUEUE_MAX_WAITING ?? 32,
-    schemas: {
-      maxBytes: env.SCHEMA_MAX_BYTES ?? DEFAULT_SCHEMA_LIMITS.maxBytes,
-      maxDepth: env.SCHEMA_MAX_DEPTH ?? DEFAULT_SCHEMA_LIMITS.maxDepth,
-      maxKeywords: env.SCHEMA_MAX_KEYWORDS ?? DEFAULT_SCHEMA_LIMITS.maxKeywords,
-    },
-    shutdownGraceMs: env.SHUTDOWN_GRACE_MS ?? 30_000,
-    logLevel: env.LOG_LEVEL ?? 'info',
-    metricsPort: env.METRICS_PORT,
-    corsOrigins: env.CORS_ORIGINS,
-    docsFile: `${PROJECT_ROOT}.cache/docs/index.html`,
-    attachments: {
-      imageMaxPixels: env.IMAGE_MAX_PIXELS ?? 40_000_000,
-      inlineMaxBytes: env.INLINE_FILE_LIMIT_BYTES ?? 20_000_000,
-      urlMaxBytes: env.URL_FILE_LIMIT_BYTES ?? 80_000_000,
-      fetchTimeoutMs: env.FETCH_TIMEOUT_MS ?? 15_000,
-      fetchAllowLoopback: env.FETCH_ALLOW_LOOPBACK ?? false,
-    },
-    tasks: {
-      timeoutMs: env.TASK_TIMEOUT_MS ?? 120_000,
-      memoryMb: env.TASK_MEMORY_MB ?? 1024,
-      queueMax: env.TASK_QUEUE_MAX ?? 32,
-      queuePerCaller: env.TASK_QUEUE_PER_CALLER ?? 4,
-      pdfMaxPages: env.PDF_MAX_PAGES ?? 20,
-      pdfMaxInflatedBytes: env.PDF_MAX_INFLATED_BYTES ?? 256 * 1024 * 1024,
-      audioMaxSeconds: env.AUDIO_MAX_SECONDS ?? 900,
-      videoMaxSeconds: env.VIDEO_MAX_SECONDS ?? 900,
-      videoMaxFrames: env.VIDEO_MAX_FRAMES ?? 8,
-      documentMaxInflatedBytes: env.DOCUMENT_MAX_INFLATED_BYTES ?? 100 * 1024 * 1024,
-      documentMaxImages: env.DOCUMENT_MAX_IMAGES ?? 16,
-    },
-    scraper: {
-      maxHtmlBytes: env.SCRAPER_MAX_HTML_BYTES ?? 5_000_000,
-      maxLinks: env.SCRAPER_MAX_LINKS ?? 1000,
-      maxTables: env.SCRAPER_MAX_TABLES ?? 100,
-      maxTableCells: env.SCRAPER_MAX_TABLE_CELLS ?? 10_000,
-      maxMetadata: env.SCRAPER_MAX_METADATA ?? 200,
-      maxTextChars: env.SCRAPER_MAX_TEXT_CHARS ?? 100_000,
-    },
-    sttPython: env.STT_PYTHON ?? `${PROJECT_ROOT}.venv-stt/bin/python`,
-    guard: {
-      python: env.GUARD_PYTHON ?? `${PROJECT_ROOT}.venv-guard/bin/python`,
-      headsPath: env.GUARD_HEADS ?? `${PROJECT_ROOT}.cache/guard/heads.json`,
-    },
-    search: { searxngUrl: env.SEARXNG_URL, braveApiKey: env.BRAVE_SEARCH_API_KEY, timeoutMs: env.SEARCH_TIMEOUT_MS ?? 10_000 },
-  };
+  return parsed.data;
+}
+
+/** `PORT=` in a .env or a compose file means "not set", so an empty variable takes the default like a missing one. */
+function withoutEmpty(raw: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(raw).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''));
 }

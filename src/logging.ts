@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
-import { currentRequest } from './http/request-scope.ts';
+import { currentRequest } from './request-scope.ts';
 
 /**
  * The service's one logger type, passed down from main.ts: `warn` and `error` take console-style

@@ -7,11 +7,19 @@ export interface ProcessStats {
   /** Heap in use after a full collection. */
   heapUsed: number;
   rss: number;
+  /** The event loop's delay since the previous `stats()` (p99 and max, ms); null before any sample. */
+  loopP99Ms: number | null;
+  loopMaxMs: number | null;
 }
 
 export interface ChildServer {
   port: number;
   stats(): Promise<ProcessStats>;
+  /** Settles when the process ends, with `exit CODE` or `signal NAME`. */
+  exited: Promise<string>;
+  /** The end of what the process wrote to stderr (which is also passed on to ours). */
+  stderrTail(): string;
+  /** Kills the process (SIGKILL: a server stuck on a hostile input is not asked). */
   stop(): Promise<void>;
 }
 
@@ -28,34 +36,42 @@ export function freePort(): Promise<number> {
 
 /**
  * Runs `script` (TypeScript, through tsx) in a process of its own with `PORT` set, waits until
- * `readyPath` answers, and reads the process's CPU and heap through `process-stats.ts`.
+ * `readyPath` answers, and reads the process's CPU, heap and event loop through `process-stats.ts`.
  */
 export async function startChildServer(script: string, env: Record<string, string>, readyPath = '/'): Promise<ChildServer> {
   const port = await freePort();
   const child = fork(script, [], {
     execArgv: ['--import', 'tsx', '--import', new URL('./process-stats.ts', import.meta.url).pathname],
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', BENCH_PROCESS_STATS: '1' },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`${script} exited (${code})`))));
-  exited.catch(() => {});
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(code !== null ? `exit ${code}` : `signal ${signal}`)));
+  const failed = exited.then((how) => Promise.reject(new Error(`${script} ended (${how})`)));
+  failed.catch(() => {});
   const deadline = Date.now() + 120_000;
   for (;;) {
     const up = await fetch(`http://127.0.0.1:${port}${readyPath}`).then(() => true, () => false);
     if (up) break;
-    if (child.exitCode !== null || Date.now() > deadline) await exited;
+    if (Date.now() > deadline) child.kill('SIGKILL');
+    if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) await failed;
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
     port,
-    stats: () => Promise.race([exited, new Promise<ProcessStats>((resolve) => {
+    exited,
+    stderrTail: () => stderr,
+    stats: () => Promise.race([failed, new Promise<ProcessStats>((resolve) => {
       child.once('message', (m) => resolve(m as ProcessStats));
       child.send('stats');
     })]),
-    stop: () => new Promise((resolve) => {
-      if (child.exitCode !== null) return resolve();
-      child.once('exit', () => resolve());
-      child.kill('SIGKILL');
-    }),
+    stop: async () => {
+      child.kill('SIGKILL'); // a no-op once it has ended
+      await exited;
+    },
   };
 }

@@ -13,7 +13,7 @@ import { observeEvents, recordCompletion } from './record-outcome.ts';
 import { createRequestContext } from '../chat/request-context.ts';
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { Caller } from '../keys/caller.ts';
-import { currentRequest } from '../http/request-scope.ts';
+import { currentRequest } from '../request-scope.ts';
 
 export interface ChatCompletionDeps {
   /** The completion pipeline (chat/create-pipeline.ts). */

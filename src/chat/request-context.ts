@@ -48,7 +48,7 @@ export interface RequestInput {
   caller: Caller;
   /** The request's headers; the contract validator has already turned a valid flag into a boolean. */
   headers: Record<string, unknown>;
-  /** `x-service-zdr`, parsed once when the request arrived (src/http/request-scope.ts). */
+  /** `x-service-zdr`, parsed once when the request arrived (src/request-scope.ts). */
   zdr: boolean;
   body: ChatCompletionRequest;
   /** Aborted when the client goes away before the answer is complete. */

@@ -53,9 +53,12 @@ export const insufficientQuota = (message: string) =>
 export const rateLimited = (message: string, retryAfterSeconds: number, headers: Record<string, string>) =>
   new ServiceError(429, 'rate_limit_error', 'rate_limit_exceeded', message, null, { ...headers, 'Retry-After': String(retryAfterSeconds) });
 
-/** The shared store (Redis) cannot be reached: keys, balances and limits cannot be checked. */
-export const storeUnavailable = (why: string) =>
-  serviceUnavailable(`The account store is unreachable (${why}); retry shortly.`, 'store_unavailable', 2);
+/** `<guard>` cannot be honoured: no guard on this deployment, or its classifier failed (it never passes unchecked). */
+export const guardUnavailable = (message: string) => serviceUnavailable(message, 'guard_unavailable');
+
+/** A caller's URL naming (or resolving to) an address the fetcher may not reach: loopback, private, metadata. */
+export const urlNotAllowed = (param: string, address: string) =>
+  invalidRequest(`${param}: ${address}, which may not be fetched`, 'url_not_allowed', param);
 
 /** A caller's input over one of the service's bounds (size, length, pixels). */
 export const payloadTooLarge = (code: string, message: string, param: string | null = null) =>

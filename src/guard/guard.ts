@@ -1,5 +1,5 @@
 import type { GuardrailsResult } from '../contract/wire-types.ts';
-import { serviceUnavailable } from '../errors/service-error.ts';
+import { guardUnavailable } from '../errors/service-error.ts';
 import { LineWorkerError } from '../workers/line-worker.ts';
 import { ALL_CODES, type GuardCode, type ImageCode, isImageCode, isTextCode, type TextCode } from './codes.ts';
 import type { ImageScorer } from './image/image-classifier.ts';
@@ -77,7 +77,7 @@ export class Guard {
       return scores.map((spans) => matchedTextCodes(spans, codes, thresholds));
     } catch (err) {
       if (!(err instanceof LineWorkerError)) throw err;
-      throw serviceUnavailable(`The guard could not check this request (${err.message}). Retry later.`, 'guard_unavailable');
+      throw guardUnavailable(`The guard could not check this request (${err.message}). Retry later.`);
     }
   }
 }

@@ -1,8 +1,8 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import { recordError } from './request-outcome.ts';
-import { internalError, invalidRequest, methodNotAllowed, notFound, payloadTooLarge, ServiceError, storeUnavailable, unsupportedMediaType } from '../errors/service-error.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
-import { currentRequest, currentRequestId } from './request-scope.ts';
+import { answerOf } from '../errors/answer-of.ts';
+import { internalError, invalidRequest, methodNotAllowed, notFound, payloadTooLarge, type ServiceError, unsupportedMediaType } from '../errors/service-error.ts';
+import { currentRequest, currentRequestId } from '../request-scope.ts';
 import type { Logger } from '../logging.ts';
 
 /** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
@@ -19,14 +19,15 @@ interface HttpLikeError {
 }
 
 /**
- * The ONE mapping from any failure to the error envelope. Everything the service throws, and
- * everything its libraries throw, passes through here; anything unrecognised becomes a 500
- * whose body hides the cause.
+ * The ONE mapping from any failure to the error envelope. The service's own errors carry their
+ * answer (src/errors/answer-of.ts); what is mapped here are its libraries' errors (body-parser,
+ * express-openapi-validator, Express's router); anything unrecognised becomes a 500 whose body
+ * hides the cause.
  */
 export function toServiceError(err: unknown, url = ''): ServiceError {
   const requestId = currentRequestId() ?? 'unknown';
-  if (err instanceof ServiceError) return err;
-  if (err instanceof StoreUnavailableError) return storeUnavailable(err.message);
+  const own = answerOf(err);
+  if (own) return own;
   if (typeof err !== 'object' || err === null) return internalError(requestId);
   const e = err as HttpLikeError;
   const status = e.status ?? e.statusCode;

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import type { Logger as Pino } from 'pino';
 import { pinoHttp } from 'pino-http';
-import { currentRequestId } from './request-scope.ts';
+import { currentRequestId } from '../request-scope.ts';
 import { outcomeOf } from './request-outcome.ts';
 
 /** Operational endpoints, polled every few seconds: not worth a line each. */

@@ -3,7 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { invalidRequest, payloadTooLarge } from '../errors/service-error.ts';
+import { invalidRequest, payloadTooLarge, ServiceError, urlNotAllowed } from '../errors/service-error.ts';
 
 export interface FetchLimits {
   maxBytes: number;
@@ -107,14 +107,13 @@ function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4[] {
   return form ? form.read(ip.toByteArray()) : [];
 }
 
-class RefusedAddressError extends Error {}
-
-function checkedLookup(allowLoopback: boolean, resolve: typeof dnsLookup): LookupFunction {
+/** A lookup that refuses a name resolving to a forbidden address with the caller's answer, which the request's `error` passes on. */
+function checkedLookup(allowLoopback: boolean, resolve: typeof dnsLookup, param: string): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
       if (err) return callback(err, '', 0);
       const refused = addresses.map((a) => refusedAddress(a.address, allowLoopback)).find(Boolean);
-      if (refused) return callback(new RefusedAddressError(`${hostname} resolves to ${refused}`), '', 0);
+      if (refused) return callback(urlNotAllowed(param, `${hostname} resolves to ${refused}`), '', 0);
       if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
       callback(null, addresses[0]!.address, addresses[0]!.family);
     });
@@ -131,11 +130,11 @@ function request(url: URL, limits: FetchLimits, signal: AbortSignal, param: stri
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isIP(host)) {
     const refused = refusedAddress(host, limits.allowLoopback);
-    if (refused) return Promise.reject(invalidRequest(`${param}: ${refused}, which may not be fetched`, 'url_not_allowed', param));
+    if (refused) return Promise.reject(urlNotAllowed(param, refused));
   }
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.get(url, { lookup: checkedLookup(limits.allowLoopback, limits.lookup ?? dnsLookup), signal, headers: { 'User-Agent': 'chat-completion-service' } }, (res) => {
+    const req = client.get(url, { lookup: checkedLookup(limits.allowLoopback, limits.lookup ?? dnsLookup, param), signal, headers: { 'User-Agent': 'chat-completion-service' } }, (res) => {
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400 && res.headers.location) {
         res.resume();
@@ -165,7 +164,7 @@ function request(url: URL, limits: FetchLimits, signal: AbortSignal, param: stri
       res.on('error', reject);
     });
     req.on('error', (err) => {
-      if (err instanceof RefusedAddressError) return reject(invalidRequest(`${param}: ${err.message}, which may not be fetched`, 'url_not_allowed', param));
+      if (err instanceof ServiceError) return reject(err); // the lookup's refusal
       if (signal.aborted) {
         // The deadline's reason is a TimeoutError; any other is the caller's, passed on as the queue does.
         const timedOut = (signal.reason as Error | undefined)?.name === 'TimeoutError';

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { createLogger, loggerOn } from '../logging.ts';
 import { createStore } from '../store/create-store.ts';
-import { StoreUnavailableError } from '../store/errors.ts';
+import { StoreUnavailableError } from '../errors/store-errors.ts';
 import { ApiKeys } from './api-keys.ts';
 
 const USAGE = `usage: npm run keys -- <command>

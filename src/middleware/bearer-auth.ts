@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { authenticationFailed } from '../errors/service-error.ts';
 import type { CallerResolver } from '../keys/caller.ts';
-import { setRequestKey } from '../http/request-scope.ts';
+import { setRequestKey } from '../request-scope.ts';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { runAsRequest } from '../http/request-scope.ts';
+import { runAsRequest } from '../request-scope.ts';
 
 const SAFE_ID = /^[A-Za-z0-9._-]{1,128}$/;
 

@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { runAsRequest } from '../http/request-scope.ts';
+import { runAsRequest } from '../request-scope.ts';
 import { delta, startFakeUpstream } from '../testing/fake-upstream.ts';
 import { createFaultHandler } from './faults.ts';
 

@@ -1,4 +1,4 @@
-import { currentRequestId } from '../http/request-scope.ts';
+import { currentRequestId } from '../request-scope.ts';
 
 export type FaultKind = 'uncaughtException' | 'unhandledRejection';
 

@@ -1,19 +1,7 @@
 /**
- * Errors the store throws on purpose, so the HTTP layer can tell "the operator must act" (503)
- * from a bug (500) without knowing which backend is in use.
+ * A key with the same id or hash exists already: a refusal the store throws to the keys CLI, never
+ * answered over HTTP. The store's outage, StoreUnavailableError, lives in src/errors/store-errors.ts.
  */
-
-/** The backend cannot be reached or used right now; the operation may be retried later. */
-export class StoreUnavailableError extends Error {
-  readonly code: string;
-  constructor(message: string, code = 'store_unavailable', options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'StoreUnavailableError';
-    this.code = code;
-  }
-}
-
-/** A key with the same id or hash exists already. */
 export class DuplicateKeyError extends Error {
   constructor(message: string) {
     super(message);

@@ -9,8 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { StoreUnavailableError } from './errors.ts';
+import { StoreUnavailableError } from '../errors/store-errors.ts';
 import type { Logger } from '../logging.ts';
+import { processRuns } from '../process/process-runs.ts';
 
 export interface FileLockOptions {
   /**
@@ -77,19 +78,11 @@ async function tryCreate(lockPath: string, token: string): Promise<boolean> {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return errno(err) === 'EPERM';
-  }
-}
-
 function parseHolder(text: string): Holder | undefined {
   try {
     const parsed = JSON.parse(text) as Partial<Holder>;
-    if (typeof parsed.pid === 'number' && typeof parsed.host === 'string' && typeof parsed.token === 'string') {
+    // A pid that is not one (0, negative) was not written by a holder: the lock is judged by age alone.
+    if (Number.isSafeInteger(parsed.pid) && parsed.pid! > 0 && typeof parsed.host === 'string' && typeof parsed.token === 'string') {
       return parsed as Holder;
     }
   } catch {
@@ -114,7 +107,7 @@ async function breakIfStale(lockPath: string, staleMs: number, log: Pick<Logger,
     throw err;
   }
   const { holder } = seen;
-  const deadHolder = holder !== undefined && holder.host === hostname() && !isAlive(holder.pid);
+  const deadHolder = holder !== undefined && holder.host === hostname() && !processRuns(holder.pid);
   if (!deadHolder && Date.now() - seen.stat.mtimeMs < staleMs) return false;
 
   // Two waiters may judge the same lock stale; rename moves it for exactly one of them. The loser

@@ -19,7 +19,8 @@
 import { Redis, ReplyError } from 'ioredis';
 import { checkAmount, checkCredits, checkLimit, checkRate, checkRecord, checkTtl } from './arguments.ts';
 import { entryBytes } from './cache-bounds.ts';
-import { DuplicateKeyError, StoreUnavailableError } from './errors.ts';
+import { StoreUnavailableError } from '../errors/store-errors.ts';
+import { DuplicateKeyError } from './errors.ts';
 import { defineScripts } from './redis-scripts.ts';
 import type { KeyRecord, RateDecision, Store } from './store.ts';
 import type { Logger } from '../logging.ts';

@@ -5,7 +5,7 @@ import { closeSync, fstatSync, openSync, readFileSync, type Stats } from 'node:f
 import { mkdir, open, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from './atomic-write.ts';
-import { StoreUnavailableError } from './errors.ts';
+import { StoreUnavailableError } from '../errors/store-errors.ts';
 import { withFileLock, type FileLockOptions } from './file-lock.ts';
 import { parseEntries, serializeEntries, type KeyEntry } from './keys-file.ts';
 import { Mutex } from './mutex.ts';

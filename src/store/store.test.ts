@@ -15,7 +15,8 @@ import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { createStore } from './create-store.ts';
 import { createEmbeddedStore } from './embedded-store.ts';
-import { DuplicateKeyError, StoreUnavailableError } from './errors.ts';
+import { StoreUnavailableError } from '../errors/store-errors.ts';
+import { DuplicateKeyError } from './errors.ts';
 import { createRedisStore } from './redis-store.ts';
 import type { KeyRecord, Store } from './store.ts';
 

@@ -2,7 +2,7 @@
 // exception nothing catches, as the work of request `fault-hook` (`FAULT=rejection`: a promise
 // nothing handles), so the test watches the process-level fault policy in the real process. One
 // entry importing both (not `--import`), so that both share one instance of request-scope.ts.
-import { runAsRequest } from '../http/request-scope.ts';
+import { runAsRequest } from '../request-scope.ts';
 import '../main.ts';
 
 process.on('SIGUSR2', () => {

@@ -24,10 +24,11 @@ export interface TestServer {
 }
 
 /**
- * Boots the real app on an ephemeral loopback port, with a scripted engine unless one is given,
- * an embedded store of its own, no prices and no limits unless given.
+ * Boots the real app on a loopback port (an ephemeral one unless `port` is given: a bench's child
+ * server is told its port), with a scripted engine unless one is given, an embedded store of its
+ * own, no prices and no limits unless given.
  */
-export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise<TestServer> {
+export async function startTestServer(overrides: Partial<AppDeps> = {}, port = 0): Promise<TestServer> {
   // The service's own JSON logger, its lines kept (one string each): what a test reads is what
   // an operator would, request id and key id included.
   const logged: unknown[][] = [];
@@ -48,11 +49,10 @@ export async function startTestServer(overrides: Partial<AppDeps> = {}): Promise
     log,
     ...overrides,
   });
-  const server = app.listen(0, '127.0.0.1');
+  const server = app.listen(port, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    baseUrl: `http://127.0.0.1:${port}/v1`,
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     keys,
     store,
     keysFile,

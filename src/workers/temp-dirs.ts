@@ -5,6 +5,7 @@
 import { lstat, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { processRuns } from '../process/process-runs.ts';
 
 /** Every prefix the service makes temp directories under; a new one belongs here. */
 export const TEMP_PREFIXES = ['service-video-', 'stt-'] as const;
@@ -37,7 +38,7 @@ export async function removeStaleTempDirs(base = tmpdir(), now = Date.now()): Pr
       const info = await lstat(path);
       if (!info.isDirectory()) continue; // mkdtemp makes directories; a link of that name is not ours to follow
       const owner = /^(\d+)-[^-]+$/.exec(name.slice(prefix.length))?.[1];
-      const ownerGone = owner !== undefined && !alive(Number(owner));
+      const ownerGone = owner !== undefined && !processRuns(Number(owner));
       if (!ownerGone && now - info.mtimeMs <= STALE_AFTER_MS) continue;
       await rm(path, { recursive: true, force: true });
       removed.push(name);
@@ -48,13 +49,3 @@ export async function removeStaleTempDirs(base = tmpdir(), now = Date.now()): Pr
   return { removed, failed };
 }
 
-/** Whether a process of that id runs (EPERM: it does, as another user). */
-function alive(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

@@ -1,5 +1,5 @@
 import type { PrecontextEntry } from '../../contract/wire-types.ts';
-import { serviceUnavailable } from '../../errors/service-error.ts';
+import { guardUnavailable } from '../../errors/service-error.ts';
 import { textAnswer } from '../../engines/fold-events.ts';
 import { type Guard, unsafeAnswer } from '../../guard/guard.ts';
 import { checkWholeAnswer, type OutputCheck, releaseChecked } from '../../guard/output-guard.ts';
@@ -23,7 +23,7 @@ export function guard(deps: GuardDeps): Stage {
   return async function guard(ctx, next) {
     const codes = ctx.directives.guard;
     if (codes === undefined) return next(ctx);
-    if (!deps.guard) throw serviceUnavailable('This deployment has no guard, so <guard> cannot be honoured.', 'guard_unavailable');
+    if (!deps.guard) throw guardUnavailable('This deployment has no guard, so <guard> cannot be honoured.');
     const { guard } = deps;
 
     const [texts, pictures] = await Promise.all([inputTexts(ctx, deps), inputImages(ctx, deps.tasks, codes)]);
