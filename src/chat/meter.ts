@@ -13,6 +13,12 @@ export class Meter {
   readonly taskTokens: TokenUsage = { promptTokens: 0, completionTokens: 0 };
   /** The model's answer: the prompt it was given, whether it began, what it said, and its usage at `done`. */
   generation: { prompt: string; started: boolean; text: string; usage?: TokenUsage } | undefined;
+  /**
+   * The credits taken for the request once settled (undefined: not settled, e.g. refused before
+   * any reservation). Read when the request has wholly ended, so that a request that got no
+   * `usage` (its client left, it failed) still has its charge on record (the metrics).
+   */
+  credits: number | undefined;
 
   /** A task ran and answered `entry`. */
   task(entry: PrecontextEntry, input: { text: string }): void {
