@@ -93,6 +93,13 @@ const aborted = (signal: AbortSignal) => new Promise<void>((resolve) => (signal.
 const tasks = () => new TaskRegistry((Object.keys(doubles) as TaskName[]).map((name): Task => ({
   name,
   run: async (input) => {
+    if (name === 'web_search' && marker(input.text)) {
+      // Like the real one: the search is sent (and billed by the provider), then given up when the caller leaves.
+      input.onCommitted?.({ searches: 1 });
+      beginning(input.text);
+      await aborted(input.signal);
+      throw new DOMException('The operation was aborted.', 'AbortError');
+    }
     // Like the OCR, STT and detection tasks, it finishes the work it began after its caller left.
     if (beginning(input.text)) await aborted(input.signal);
     return doubles[name](input);
@@ -116,7 +123,10 @@ const lastUser = (messages: { role: string; content: string }[]) => messages.fil
  * for it to begin) it stops, as a real engine does on the request's signal.
  */
 async function* leaving(request: Parameters<Engine['generate']>[0]): AsyncGenerator<GenerationEvent> {
-  for (const event of words('words said before the client left ')) yield event;
+  for (const event of words('words said before the client left ')) {
+    if (request.signal.aborted) return; // it left during the MoA tasks: nothing is generated
+    yield event;
+  }
   beginning(lastUser(request.messages));
   await aborted(request.signal);
 }
@@ -295,6 +305,7 @@ async function ledger(stores: (Store | undefined)[]) {
     ['leave mid-stream', leave('leave mid-stream', (at) => user(`${at} go on`, undefined, stream), 'first chunk')],
     ['leave before the end', leave('leave before the end', (at) => user(`${at} go on`, undefined, stream), 'last word')],
     ['leave during a task', leave('leave during a task', (at) => user([{ type: 'text', text: `${at} read it` }, image], '<task>ocr</task>'), 'begun')],
+    ['leave during a search', leave('leave during a search', (at) => user(`${at} the weather`, '<task>web_search</task>'), 'begun')],
     ['leave during moa', leave('leave during moa', (at) => user([{ type: 'text', text: `${at} read it` }, image], undefined, stream), 'begun')],
     ['leave slow upstream', leave('leave slow upstream', (at) => user(`upstream slow ${at}`, undefined, stream), 'first chunk')],
   ];

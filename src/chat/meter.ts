@@ -1,5 +1,5 @@
 import type { TokenUsage } from '../engines/engine.ts';
-import type { PrecontextEntry } from '../tasks/task.ts';
+import type { PrecontextEntry, Task, TaskInput } from '../tasks/task.ts';
 import { addUnits, type TaskUnits, unitsOf } from './prices.ts';
 
 /**
@@ -23,6 +23,23 @@ export class Meter {
   /** A task ran and answered `entry`. */
   task(entry: PrecontextEntry, input: { text: string }): void {
     addUnits(this.units, unitsOf(entry, input));
+  }
+
+  /**
+   * Runs a task and records its work: what its answer says it consumed or, when its caller left
+   * before it answered (a search or a fetch stops then), the work it had committed to (sent).
+   * A task that fails on its own (a provider's error) is not charged.
+   */
+  async run(task: Task, input: TaskInput): Promise<PrecontextEntry> {
+    const committed: TaskUnits = {};
+    try {
+      const entry = await task.run({ ...input, onTokens: (usage) => this.tokens(usage), onCommitted: (units) => addUnits(committed, units) });
+      this.task(entry, input);
+      return entry;
+    } catch (err) {
+      if (input.signal.aborted) addUnits(this.units, committed);
+      throw err;
+    }
   }
 
   /** A task's own model pass generated this. */

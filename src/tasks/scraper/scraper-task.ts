@@ -36,6 +36,7 @@ async function loadPage(input: TaskInput, limits: FetchLimits, pages: PageReader
   if (html) return pages.read(html.bytes, html.filename ?? 'attachment.html');
   const url = URL_IN_TEXT.exec(input.text)?.[0];
   if (!url) throw invalidRequest('The scraper task needs a URL in the user message, or an attached HTML file.', 'invalid_request', 'messages');
+  input.onCommitted?.({ pages_fetched: 1 }); // the fetch is under way once sent
   const fetched = await safeFetch(url, limits, 'messages', input.signal);
   return pages.read(fetched.bytes, fetched.finalUrl);
 }
