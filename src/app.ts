@@ -103,7 +103,7 @@ export function createApp(deps: AppDeps): Express {
       newCompletionId: deps.newCompletionId ?? newCompletionId,
       log,
       engineKind: deps.engine.kind ?? 'engine',
-      ...(deps.metrics ? { openRequests: deps.metrics.openRequests } : {}),
+      ...(deps.metrics ? { openRequests: deps.metrics.openRequests, charged: deps.metrics.charged } : {}),
     }),
   );
   app.get(`${BASE_PATH}/models`, createListModelsHandler());

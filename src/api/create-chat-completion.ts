@@ -5,12 +5,12 @@ import type { Completion, Next } from '../chat/pipeline.ts';
 import type { Logger } from '../logging.ts';
 import { foldEvents } from '../engines/fold-events.ts';
 import { Drain, untilShutdown } from '../http/drain.ts';
-import { outcomeOf } from '../http/request-outcome.ts';
+import { outcomeOf, type RequestEnd } from '../http/request-outcome.ts';
 import { writeEventStream } from '../http/sse.ts';
 import type { AttachmentLimits } from '../inputs/attachments.ts';
 import type { SchemaLimits } from '../engines/schema-budget.ts';
 import { observeEvents, recordCompletion } from './record-outcome.ts';
-import { createRequestContext } from '../chat/request-context.ts';
+import { createRequestContext, type RequestContext } from '../chat/request-context.ts';
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { Caller } from '../keys/caller.ts';
 import { currentRequest } from '../request-scope.ts';
@@ -27,6 +27,8 @@ export interface ChatCompletionDeps {
   engineKind: string;
   /** Hears each request start and wholly end (the metrics' `service_requests_open`). */
   openRequests?: { opened(): void; closed(): void };
+  /** Hears the credits each request was charged, once settled, and how it ended (the metrics' `service_credits_charged`). */
+  charged?: (credits: number, ended: RequestEnd) => void;
 }
 
 /**
@@ -37,20 +39,29 @@ export interface ChatCompletionDeps {
 export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHandler {
   return async function createChatCompletion(req, res) {
     deps.openRequests?.opened();
-    const made: { completion?: Completion } = {};
+    const made: { completion?: Completion; ctx?: RequestContext } = {};
+    let threw = false;
     try {
       await answer(req, res, made);
+    } catch (err) {
+      threw = true;
+      throw err;
     } finally {
       // Whatever happened on the way, the answer's events are closed: an event stream never read
       // (or never started) still settles its reservation and releases what it holds.
       await made.completion?.events[Symbol.asyncIterator]().return?.().catch(() => {});
+      const credits = made.ctx?.meter?.credits;
+      if (credits !== undefined) {
+        const ended = made.ctx!.signal.aborted ? 'client_left' : threw || outcomeOf(res).error ? 'failed' : 'answered';
+        deps.charged?.(credits, ended);
+      }
       deps.openRequests?.closed();
     }
   };
 
   /** Makes the completion (kept in `made`) and writes it, as JSON or as a stream. */
-  async function answer(req: Request, res: Response, made: { completion?: Completion }): Promise<void> {
-    const ctx = createRequestContext(requestInputOf(req, res), deps);
+  async function answer(req: Request, res: Response, made: { completion?: Completion; ctx?: RequestContext }): Promise<void> {
+    const ctx = (made.ctx = createRequestContext(requestInputOf(req, res), deps));
     const { body } = ctx;
     const outcome = outcomeOf(res);
     Object.assign(outcome, { keyId: ctx.caller.keyId, stream: body.stream === true, zdr: ctx.flags.zdr });

@@ -7,7 +7,11 @@ import { withVerifiedOutput } from '../engines/verified-output.ts';
 import { invalidRequest } from '../errors/service-error.ts';
 import { TEXT_CODES } from '../guard/codes.ts';
 import { Guard, type TextScorer } from '../guard/guard.ts';
+import { Metrics } from '../http/metrics.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
+import { createSearxngProvider } from '../tasks/web-search/search-provider.ts';
+import { createWebSearchTask } from '../tasks/web-search/web-search-task.ts';
+import { startFakeUpstream } from '../testing/fake-upstream.ts';
 import type { Task } from '../tasks/task.ts';
 import { dataUrl } from '../testing/fixtures.ts';
 import { hello, postCompletion, startTestServer } from '../testing/test-server.ts';
@@ -176,6 +180,44 @@ describe('what was generated is paid, and only that', () => {
       assert.ok((await server.store.credits(record.id))! < 1000, 'the stopped stream was free');
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('a client that leaves pays the work sent for it', () => {
+  it('charges a web search whose client left while the provider was answering', async () => {
+    // A SearXNG double that has received the search (the provider's call is made, and billed
+    // upstream) and answers only once the service gives up on it.
+    let searched!: () => void;
+    const received = new Promise<void>((resolve) => (searched = resolve));
+    const searxng = await startFakeUpstream((_body, res, req) => {
+      req.socket.once('close', () => res.destroy());
+      searched();
+    });
+    const metrics = new Metrics();
+    const server = await startTestServer({
+      metrics,
+      quota: { prices: { ...prices, units: { searches: 5 } }, defaults: { rpm: null, tpm: null } },
+      tasks: new TaskRegistry([createWebSearchTask(createSearxngProvider(searxng.baseUrl, 60_000))]),
+    });
+    try {
+      const { key, record } = await server.keys.create('searcher', { credits: 1000 });
+      const client = new AbortController();
+      const pending = fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', signal: client.signal,
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'service', messages: [{ role: 'system', content: '<task>web_search</task>' }, { role: 'user', content: 'the weather' }] }),
+      });
+      await received;
+      client.abort();
+      await pending.catch(() => {});
+      // Until the request has wholly ended (settled); the test's timeout is the hang detector.
+      const open = async () => (await metrics.registry.getSingleMetric('service_requests_open')!.get()).values[0]?.value ?? 0;
+      while ((await open()) > 0) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await server.store.credits(record.id), 1000 - 5, 'the search sent to the provider is paid');
+    } finally {
+      await server.close();
+      await searxng.close();
     }
   });
 });

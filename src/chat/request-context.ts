@@ -5,7 +5,7 @@ import { type AttachmentLimits, type ResolvedAttachment, resolveAttachments } fr
 import type { Caller } from '../keys/caller.ts';
 import type { Logger } from '../logging.ts';
 import { type Directives, readDirectives, withoutDirectives } from './directives.ts';
-import type { Meter } from './meter.ts';
+import { Meter } from './meter.ts';
 import { normalizeRequest } from './normalize-request.ts';
 
 
@@ -38,7 +38,10 @@ export interface RequestContext {
   readonly directives: Directives;
   /** The request's images and files, decoded or fetched and checked once, on first use. */
   readonly attachments: () => Promise<ResolvedAttachment[]>;
-  /** What the request really did, for its bill (set by the quota stage; absent in stage tests without it). */
+  /**
+   * What the request really did, for its bill: made with the context, so the handler reads the
+   * settled charge when the request ends (absent in stage tests that build a context by hand).
+   */
   readonly meter?: Meter;
 }
 
@@ -84,6 +87,7 @@ export function createRequestContext(input: RequestInput, deps: { log: Logger; a
     generation: withoutDirectiveTags(normalizeRequest(body, signal, deps.schemaLimits)),
     directives: readDirectives(body.messages),
     attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits, signal)),
+    meter: new Meter(),
   };
 }
 

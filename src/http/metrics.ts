@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { outcomeOf, type RequestOutcome } from './request-outcome.ts';
+import { outcomeOf, type RequestEnd, type RequestOutcome } from './request-outcome.ts';
 import type { Logger } from '../logging.ts';
 
 const SECONDS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -19,6 +19,13 @@ export class Metrics {
   private readonly cache = this.counter('service_cache_requests_total', 'Verified cache: hit, miss, or bypass (x-service-bypass-cache)', ['result']);
   private readonly guardBlocks = this.counter('service_guard_blocks_total', 'Guarded requests or answers blocked, by matched code', ['code']);
   private readonly refusals = this.counter('service_refusals_total', 'Requests refused for credits (402) or rate limits (429)', ['reason']);
+  private readonly credits = new Histogram({
+    name: 'service_credits_charged',
+    help: 'Credits each request was charged once settled, by how it ended: answered (its usage says it), client_left or failed (no usage: only here)',
+    labelNames: ['ended'],
+    buckets: [0, 1, 10, 100, 1000, 10000, 100000],
+    registers: [this.registry],
+  });
   private readonly upstreamErrors = this.counter('service_upstream_errors_total', 'Errors from the upstream model, by code', ['code']);
   private readonly queueWaiting = new Gauge({ name: 'service_queue_waiting', help: 'Requests waiting for a generation slot', registers: [this.registry] });
   private readonly queueWait = this.histogram('service_queue_wait_seconds', 'How long a generation waited for its slot', []);
@@ -65,6 +72,9 @@ export class Metrics {
     opened: () => this.open.inc(),
     closed: () => this.open.dec(),
   };
+
+  /** The chat completion handler reports here each request's settled charge, when it has wholly ended. */
+  readonly charged = (credits: number, ended: RequestEnd) => this.credits.observe({ ended }, credits);
 
   async text(): Promise<string> {
     return this.registry.metrics();

@@ -26,6 +26,13 @@ export interface RequestOutcome {
 }
 
 /**
+ * How a request ended, for its charge: its answer whole (`usage` says the charge), its client
+ * gone before the end, or an error sent (neither gets `usage`, so its charge is known only from
+ * the metrics' `service_credits_charged`).
+ */
+export type RequestEnd = 'answered' | 'client_left' | 'failed';
+
+/**
  * Notes the error sent. Its type and code are copied as strings whatever they hold, so the
  * listeners that read the record when the response closes (metrics, request log) cannot meet
  * another shape (issue 21, finding 1: a numeric code crashed the process there).

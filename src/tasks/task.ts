@@ -17,6 +17,11 @@ export interface TaskInput {
   caller?: string;
   /** Hears the tokens of a model pass the task makes (the scraper's extraction), so they are billed. */
   onTokens?: (usage: import('../engines/engine.ts').TokenUsage) => void;
+  /**
+   * Hears work the task commits to as it sends it (a search call, a page fetch), which is spent
+   * even if the task never answers: a caller who leaves before the answer still pays it.
+   */
+  onCommitted?: (units: import('../chat/prices.ts').TaskUnits) => void;
 }
 
 /** A built-in task; `run` returns its precontext entry (the name it reports and its result). */

@@ -1,7 +1,7 @@
 import type { EngineMessage } from '../../engines/engine.ts';
 import type { Attachment, AttachmentKind } from '../../inputs/attachments.ts';
 import type { TaskRegistry } from '../../tasks/registry.ts';
-import type { PrecontextEntry, TaskName, TaskInput } from '../../tasks/task.ts';
+import type { PrecontextEntry, Task, TaskName, TaskInput } from '../../tasks/task.ts';
 import { lastUserText } from '../normalize-request.ts';
 import type { Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
@@ -52,7 +52,7 @@ export function routedAttachments(ctx: RequestContext, tasks: TaskRegistry): Pro
       if (attachments.length === 0) return undefined;
       const input = { text: lastUserText(ctx.body.messages), instructions: '', output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId };
       // Each task's work is paid as in task mode, whether the answer is generated or the guard blocks it.
-      return routeAttachments(attachments, ctx.generation.messages, input, tasks, (entry) => ctx.meter?.task(entry, input));
+      return routeAttachments(attachments, ctx.generation.messages, input, tasks, ctx.meter && ((task, taskInput) => ctx.meter!.run(task, taskInput)));
     });
     routedOf.set(ctx.attachments, routed);
   }
@@ -67,14 +67,13 @@ export async function routeAttachments(
   messages: EngineMessage[],
   input: Omit<TaskInput, 'attachments'>,
   tasks: TaskRegistry,
-  onRun: (entry: PrecontextEntry) => void = () => {},
+  run: (task: Task, input: TaskInput) => Promise<PrecontextEntry> = (task, taskInput) => task.run(taskInput),
 ): Promise<Routed> {
   const precontext: PrecontextEntry[] = [];
   for (const name of new Set(attachments.flatMap((a) => TASKS_FOR[a.kind]))) {
     if (!tasks.has(name)) continue;
     const readable = attachments.filter((a) => TASKS_FOR[a.kind].includes(name));
-    const entry = await tasks.get(name).run({ ...input, attachments: readable });
-    onRun(entry);
+    const entry = await run(tasks.get(name), { ...input, attachments: readable });
     precontext.push(entry);
   }
   const texts = attachments.filter((a) => a.kind === 'text').map((a) => `${a.filename ?? a.param}:\n${a.bytes.toString('utf8')}`);

@@ -68,7 +68,9 @@ export function quota(store: Store, options: QuotaOptions): Stage {
      * zero by that much, and the key's next request is refused until it is topped up. A failure is
      * logged, never silent.
      */
+    const meter = ctx.meter ?? new Meter();
     const settle = async (charge: number) => {
+      meter.credits = charge;
       const refund = reserved - charge;
       if (!metered || refund === 0) return;
       try {
@@ -77,7 +79,6 @@ export function quota(store: Store, options: QuotaOptions): Stage {
         ctx.log.error(`credits not settled for ${keyId}: ${refund} of ${reserved} reserved not given back (${(err as Error).message})`);
       }
     };
-    const meter = new Meter();
     /** The tokens and units really used: the model's own count where it gave one, else a count of what it said. */
     const used = (reported?: TokenUsage): TokenUsage => {
       const g = meter.generation;

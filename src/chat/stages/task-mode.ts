@@ -26,12 +26,9 @@ export function taskMode(deps: TaskModeDeps): Stage {
     if (task.name !== 'scraper') checkOpenFormat(ctx.body);
     const attachments = await ctx.attachments();
     const text = lastUserText(ctx.body.messages);
-    const entry = await task.run({
-      attachments, text, instructions: ctx.directives.instructions,
-      output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId,
-      onTokens: (usage) => ctx.meter?.tokens(usage),
-    });
-    ctx.meter?.task(entry, { text }); // what it read is paid, in its units (src/chat/prices.ts)
+    const input = { attachments, text, instructions: ctx.directives.instructions, output: ctx.generation.output, signal: ctx.signal, caller: ctx.caller.keyId };
+    // What it read is paid, in its units (src/chat/prices.ts), and its model passes in tokens.
+    const entry = ctx.meter ? await ctx.meter.run(task, input) : await task.run(input);
     return { events: textAnswer(JSON.stringify(entry)), precontext: [entry] };
   };
 }

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { compileSchema } from '../../engines/json-schema.ts';
 import { URL_IN_TEXT } from './scraper-task.ts';
 import { createScriptedEngine } from '../../engines/scripted-engine.ts';
-import type { GenerationRequest } from '../../engines/engine.ts';
+import type { Engine, GenerationRequest, TokenUsage } from '../../engines/engine.ts';
 import { startFakeUpstream } from '../../testing/fake-upstream.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createScraperTask } from './scraper-task.ts';
@@ -57,6 +57,29 @@ describe('scraper task', () => {
     assert.deepEqual(entry.result.extracted, { items: [{ name: 'Tea', price: 3.5 }] });
     assert.match(seen!.messages[1]!.content, /list the prices[\s\S]*Tea 3\.50/);
     assert.equal(seen!.output.kind, 'json');
+  });
+
+  it('reports the extraction tokens generated before its caller left, though the pass never ended', async () => {
+    const site = await startFakeUpstream((_b, res) => res.writeHead(200).end(PAGE));
+    closers.push(site.close);
+    const caller = new AbortController();
+    const engine: Engine = {
+      description: 'an engine that stops when its caller leaves, as the local one does (it throws the abort)',
+      countTokens: (text) => text.split(/\s+/).filter(Boolean).length,
+      async *generate(request) {
+        yield { type: 'content', text: '{"items": ' };
+        yield { type: 'content', text: '[ "Tea"' };
+        caller.abort(new Error('client disconnected'));
+        throw request.signal.reason;
+      },
+    };
+    const heard: TokenUsage[] = [];
+    await assert.rejects(createScraperTask({ engine, fetchLimits, pages }).run(taskInput({
+      text: `${site.baseUrl}/ list the prices`, signal: caller.signal, onTokens: (usage) => heard.push(usage),
+    })), /client disconnected/);
+    assert.equal(heard.length, 1, 'the tokens of the cut pass are reported');
+    assert.equal(heard[0]!.completionTokens, 3, 'what it generated: {"items": [ "Tea" (three words by its tokenizer)');
+    assert.ok(heard[0]!.promptTokens > 10, `the page it read (${heard[0]!.promptTokens})`);
   });
 });
 

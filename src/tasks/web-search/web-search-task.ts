@@ -14,6 +14,7 @@ export function createWebSearchTask(provider: SearchProvider | undefined): Task 
       }
       const query = input.text.trim();
       if (!query) throw invalidRequest('The web_search task needs a query in the user message.', 'invalid_request', 'messages');
+      input.onCommitted?.({ searches: 1 }); // the provider bills the call once it is sent
       return { name: 'web_search', result: { query, provider: provider.name, results: await provider.search(query, input.signal) } };
     },
   };
