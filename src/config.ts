@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import type { TaskUnits } from './chat/prices.ts';
+import type { TaskUnits } from './tasks/task.ts';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';

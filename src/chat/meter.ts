@@ -1,6 +1,7 @@
 import type { TokenUsage } from '../engines/engine.ts';
 import type { PrecontextEntry, Task, TaskInput } from '../tasks/task.ts';
-import { addUnits, type TaskUnits, unitsOf } from './prices.ts';
+import type { TaskUnits } from '../tasks/task.ts';
+import { addUnits, unitsOf } from './prices.ts';
 
 /**
  * What one request really did, written where the work is done (a task run, the model's events)

@@ -1,21 +1,6 @@
 import type { TokenUsage } from '../engines/engine.ts';
 import type { Attachment, AttachmentKind } from '../inputs/attachments.ts';
-import type { PrecontextEntry, TaskName } from '../tasks/task.ts';
-
-/**
- * The units a task's work is counted in, each chosen to follow what the work costs the service:
- * - `ocr_pages`: each page OCR read (an image, a video frame, a PDF page, an office document's
- *   text or picture): Tesseract's time grows with the pages, not with the bytes sent.
- * - `detected_images`: each image or frame object or GUI detection looked at (one model pass each).
- * - `audio_seconds`: each started second of audio transcribed: Whisper's time follows the audio's length.
- * - `searches`: each web search (one call on the operator's search key, billed per call upstream).
- * - `pages_fetched`: each page the scraper fetched or read (a fetch and a parse in a worker); the
- *   model's extraction is billed in tokens, like any generation.
- * - `translated_kchars`: each started 1,000 characters translated (apertium's time follows the text).
- */
-export const TASK_UNITS = ['ocr_pages', 'detected_images', 'audio_seconds', 'searches', 'pages_fetched', 'translated_kchars'] as const;
-export type TaskUnit = (typeof TASK_UNITS)[number];
-export type TaskUnits = Partial<Record<TaskUnit, number>>;
+import type { PrecontextEntry, TaskName, TaskUnit, TaskUnits } from '../tasks/task.ts';
 
 /** Credits per 1,000 prompt and completion tokens, and per unit of each task's work. */
 export interface Prices {
@@ -71,8 +56,6 @@ export interface WorkBounds {
   audioMaxSeconds: number;
 }
 
-/** Tokens the scraper's extraction may generate (its `max_tokens`), reserved up front. */
-export const SCRAPER_EXTRACTION_MAX_TOKENS = 1000;
 
 /**
  * The most units `tasks` can consume on these attachments and this text, known before any of

@@ -2,7 +2,8 @@ import type { GenerationEvent, GenerationRequest, TokenUsage } from '../../engin
 import { insufficientQuota, invalidRequest, rateLimited } from '../../errors/service-error.ts';
 import type { TaskName } from '../../tasks/task.ts';
 import { Meter } from '../meter.ts';
-import { addUnits, boundUnits, creditsFor as priceOf, type Prices, SCRAPER_EXTRACTION_MAX_TOKENS, type WorkBounds } from '../prices.ts';
+import { addUnits, boundUnits, creditsFor as priceOf, type Prices, type WorkBounds } from '../prices.ts';
+import { SCRAPER_EXTRACTION_MAX_TOKENS } from '../../tasks/scraper/scraper-task.ts';
 import type { RateDecision, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';

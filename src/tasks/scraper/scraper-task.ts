@@ -1,4 +1,3 @@
-import { SCRAPER_EXTRACTION_MAX_TOKENS } from '../../chat/prices.ts';
 import { foldEvents } from '../../engines/fold-events.ts';
 import { compileSchema } from '../../engines/json-schema.ts';
 import type { Engine, GenerationEvent, OutputFormat } from '../../engines/engine.ts';
@@ -8,6 +7,8 @@ import type { Task, TaskInput } from '../task.ts';
 import type { PageReader } from './page-reader.ts';
 
 export const URL_IN_TEXT = /https?:\/\/[^\s<>"')\]]+/i;
+/** Tokens the scraper's extraction may generate (its `max_tokens`), reserved up front by the quota. */
+export const SCRAPER_EXTRACTION_MAX_TOKENS = 1000;
 /** How much page text the language model sees when it extracts. */
 const EXTRACTION_CONTEXT_CHARS = 6_000;
 
