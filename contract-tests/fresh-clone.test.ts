@@ -86,15 +86,16 @@ type Served = ReturnType<typeof serve>;
 /** Polls `probe` until it gives a value; fails at once when the command it waits on has ended. */
 async function until<T>(what: string, probe: () => Promise<T | undefined>, served: Served): Promise<T> {
   const give = Date.now() + STEP_MS;
+  let last = 'no answer yet';
   while (Date.now() < give) {
     if (served.child.exitCode !== null || served.child.signalCode !== null) {
       throw new Error(`${what}: the command ended first; its output:\n${served.out()}`);
     }
-    const value = await probe().catch(() => undefined);
+    const value = await probe().catch((err: Error) => void (last = err.message));
     if (value !== undefined) return value;
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`${what} did not happen; output so far:\n${served.out()}`);
+  throw new Error(`${what} did not happen (last: ${last}); output so far:\n${served.out()}`);
 }
 
 /** The process whose command line runs the server, among the descendants of `pid`. */
@@ -211,9 +212,10 @@ describe('a new user on a fresh clone (issue 19)', { timeout: 30 * 60_000 }, () 
             method: 'POST', headers: { authorization: 'Bearer any', 'content-type': 'application/json' },
             body: JSON.stringify({ model: 'service', messages: [{ role: 'user', content: 'Hi' }] }),
           });
-          return res.status === 200 ? res.json() as Promise<{ object: string }> : undefined;
+          if (res.status !== 200) throw new Error(`${res.status} ${await res.text()}`);
+          return res.json() as Promise<{ object: string }>;
         }, mock);
-        assert.equal(answer.object, 'chat.completion');
+        assert.equal(answer.object, 'chat.completion', `${JSON.stringify(answer)}\n${mock.out().slice(-4000)}`);
       } finally {
         process.kill(-mock.child.pid!, 'SIGTERM');
         await mock.exited;
