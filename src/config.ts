@@ -25,6 +25,12 @@ export interface Config {
     maxBytes: number;
     /** An entry of more bytes is never stored, on either backend. */
     maxEntryBytes: number;
+    /** `semantic`: behind the exact cache, paraphrases of deterministic requests answered under the bound. */
+    mode: 'exact' | 'semantic';
+    /** δ: the largest estimated probability of a wrong semantic hit. */
+    maxError: number;
+    /** The share of would-be semantic hits generated fresh and compared. */
+    verifyShare: number;
   };
   credits: {
     /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
@@ -130,6 +136,7 @@ const integer = (min: number, max: number) => {
   return unset(z.coerce.number({ error }).int({ error }).min(min, { error }).max(max, { error }));
 };
 const decimal = () => unset(z.coerce.number({ error: 'must be a number of 0 or more' }).min(0, { error: 'must be a number of 0 or more' }));
+const share = () => unset(z.coerce.number({ error: 'must be a number from 0 to 1' }).min(0, { error: 'must be a number from 0 to 1' }).max(1, { error: 'must be a number from 0 to 1' }));
 const flag = () => unset(z.enum(['true', 'false', '1', '0'], { error: 'must be true or false' }).transform((v) => v === 'true' || v === '1'));
 const oneOf = <T extends string>(values: readonly [T, ...T[]]) => unset(z.enum(values, { error: `must be one of ${values.join(', ')}` }));
 /** An http(s) URL: a typo here would otherwise surface as a 503 on every request. */
@@ -150,6 +157,7 @@ const ENV = z.object({
   SERVICE_API_KEY: text(), KEYS_FILE: text(), REDIS_URL: text(),
   CACHE_SCOPE: oneOf(['key', 'global']), CACHE_TTL_SECONDS: integer(1, 31_536_000), CACHE_MAX_ENTRIES: integer(0, 10_000_000),
   CACHE_MAX_BYTES: integer(0, 2 ** 48), CACHE_MAX_ENTRY_BYTES: integer(1, 512 * 1024 * 1024), // 512 MiB: Redis's largest string
+  CACHE_MODE: oneOf(['exact', 'semantic']), CACHE_MAX_ERROR: share(), CACHE_VERIFY_SHARE: share(),
   CREDITS_PER_1K_PROMPT_TOKENS: decimal(), CREDITS_PER_1K_COMPLETION_TOKENS: decimal(),
   CREDITS_PER_OCR_PAGE: decimal(), CREDITS_PER_DETECTED_IMAGE: decimal(), CREDITS_PER_AUDIO_SECOND: decimal(),
   CREDITS_PER_SEARCH: decimal(), CREDITS_PER_PAGE_FETCHED: decimal(), CREDITS_PER_1K_TRANSLATED_CHARS: decimal(),
@@ -203,6 +211,10 @@ export function loadConfig(raw: NodeJS.ProcessEnv): Config {
       maxEntries: env.CACHE_MAX_ENTRIES ?? 1000,
       maxBytes: env.CACHE_MAX_BYTES ?? 256 * 1024 * 1024,
       maxEntryBytes: env.CACHE_MAX_ENTRY_BYTES ?? 16 * 1024 * 1024,
+      // exact by default: the semantic layer runs an encoder worker and embeds every deterministic miss
+      mode: env.CACHE_MODE ?? 'exact',
+      maxError: env.CACHE_MAX_ERROR ?? 0.02,
+      verifyShare: env.CACHE_VERIFY_SHARE ?? 0.1,
     },
     credits: {
       per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS ?? 1,
