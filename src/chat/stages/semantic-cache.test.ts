@@ -39,9 +39,10 @@ const ask = (question: string, extra: object = {}) => ({ model: 'service', tempe
 async function start(maxError: number, random: () => number = () => 1) {
   const counting = countingEngine(createScriptedEngine(meaning), (e) => e.type === 'done');
   const inner = createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), cacheMaxEntries: 1000 });
-  const writes = { count: 0 };
+  const writes = { count: 0, answers: 0 };
   const store: Store = {
     ...inner,
+    cacheSet: (...args) => (writes.answers++, inner.cacheSet(...args)),
     semanticAdd: (...args) => (writes.count++, inner.semanticAdd(...args)),
     observe: (...args) => (writes.count++, inner.observe(...args)),
   };
@@ -68,10 +69,12 @@ describe('the semantic cache', () => {
     const cold = await s.json(ask('P1'));
     assert.equal(cold.vcache, false, 'a cold entry answered');
     const generated = s.counting.produced();
+    const stored = s.writes.answers;
     const hit = await s.json(ask('P2'));
     assert.equal(hit.vcache, true, 'no hit after the entry was verified at a lower similarity');
     assert.equal(hit.choices[0]?.message.content, 'Paris');
     assert.equal(s.counting.produced(), generated, 'the engine ran for a hit');
+    assert.equal(s.writes.answers, stored, 'a semantic hit was stored as the paraphrase\'s exact answer');
   });
 
   it('never answers across keys, models, schemas, tools, earlier turns or attachments', async () => {
