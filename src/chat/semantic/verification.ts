@@ -8,22 +8,30 @@ import type { Observation } from '../../store/store.ts';
 export const BAND = 0.1;
 
 /**
- * Whether a prompt at similarity `s` to a cached entry may be answered by that entry, given the
- * entry's own verifications and its scope's pool of them (the entry's included), with δ =
- * `maxError`. After vCache (arXiv 2502.03771), each entry learns its own threshold:
- * - it answers nothing below the lowest similarity where it was seen right (it is never trusted
- *   further out than it was checked; so an entry never verified answers nothing: a cold start);
- * - nor at or below a similarity where it was seen wrong;
- * - and the estimated probability of a wrong answer at s stays at most δ: the posterior mean
- *   under a uniform prior, (wrong + 1) / (seen + 2), over the pool's verifications within the band
- *   below s. So δ = 0.02 needs at least 48 right answers and none wrong in that band.
+ * Whether a prompt at similarity `s` to a cached entry may be answered by that entry, with δ =
+ * `maxError`: the entry allows it (`entryAllows`, its own learned threshold, after vCache, arXiv
+ * 2502.03771) and the estimated probability that such a hit is wrong stays at most δ.
  */
 export function mayServe(own: Observation[], pool: Observation[], s: number, maxError: number): boolean {
-  if (own.some((o) => !o.ok && o.s >= s)) return false;
-  if (!own.some((o) => o.ok && o.s <= s)) return false;
-  return estimatedError(pool, s) <= maxError;
+  return entryAllows(own, s) && estimatedError(pool, s) <= maxError;
 }
 
+/**
+ * An entry's own threshold, from its own verifications: it answers nothing below the lowest
+ * similarity where it was seen right (never trusted further out than it was checked; so an entry
+ * never verified answers nothing: a cold start), nor at or below a similarity where it was seen wrong.
+ */
+export function entryAllows(own: Observation[], s: number): boolean {
+  return !own.some((o) => !o.ok && o.s >= s) && own.some((o) => o.ok && o.s <= s);
+}
+
+/**
+ * The probability that a hit its entry allows is wrong, estimated from `pool`: the scope's
+ * verifications of such would-be hits (those held back by this estimate and the verification
+ * share's draws, each generated fresh and compared), so it measures the rule as it serves. The
+ * posterior mean under a uniform prior, (wrong + 1) / (seen + 2), over those within the band below
+ * s: δ = 0.02 needs at least 48 right and none wrong there.
+ */
 export function estimatedError(pool: Observation[], s: number): number {
   const near = pool.filter((o) => o.s <= s && o.s >= s - BAND);
   const wrong = near.filter((o) => !o.ok).length;

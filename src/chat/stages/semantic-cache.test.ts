@@ -58,10 +58,10 @@ async function start(maxError: number, random: () => number = () => 1) {
   return { server, counting, writes, json };
 }
 
-// δ = 0.34 lets one verification count: (0 wrong + 1) / (1 seen + 2) = 0.33.
+// δ = 0.5 lets an empty pool count: (0 wrong + 1) / (0 seen + 2) = 0.5; the entry's own rules still apply.
 describe('the semantic cache', () => {
   let s: Awaited<ReturnType<typeof start>>;
-  before(async () => (s = await start(0.34)));
+  before(async () => (s = await start(0.5)));
   after(() => s.server.close());
 
   it('serves no paraphrase from an entry never verified (cold start), then a hit once the entry has learned', async () => {
@@ -100,7 +100,7 @@ describe('the semantic cache', () => {
   });
 
   it('generates a share of would-be hits fresh, and the bypass header skips the layer', async () => {
-    const verifying = await start(0.34, () => 0);
+    const verifying = await start(0.5, () => 0);
     try {
       for (const q of ['A', 'P1']) await verifying.json(ask(q));
       assert.equal((await verifying.json(ask('P2'))).vcache, false, 'a would-be hit drawn for verification was served');
@@ -115,7 +115,7 @@ describe('the semantic cache under its bound', () => {
   it('serves no hit at a similarity where the entry was seen wrong', async () => {
     // The draws: N's would-be hit is verified (0 < the share), then P2's would be served (1).
     const draws = [0, 1];
-    const s = await start(0.34, () => draws.shift() ?? 1);
+    const s = await start(0.5, () => draws.shift() ?? 1);
     try {
       await s.json(ask('A'));
       await s.json(ask('P1')); // right at 0.90
@@ -140,7 +140,7 @@ describe('the semantic cache under its bound', () => {
   });
 
   it('with x-service-zdr writes nothing: no vector, no verification', async () => {
-    const s = await start(0.34);
+    const s = await start(0.5);
     try {
       for (const q of ['A', 'P1', 'P2']) await s.json(ask(q), { 'x-service-zdr': 'true' });
       assert.equal(s.writes.count, 0);

@@ -7,7 +7,7 @@ import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 import { decodeVector, type Embedder, encodeVector, similarity } from '../semantic/embedder.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
-import { mayServe } from '../semantic/verification.ts';
+import { entryAllows, estimatedError } from '../semantic/verification.ts';
 import { type CachedAnswer, verified } from './verified-cache.ts';
 
 export interface SemanticCacheOptions {
@@ -22,7 +22,7 @@ export interface SemanticCacheOptions {
 }
 
 /** A semantic key's entries are scanned one by one: this bounds the scan. */
-export const MAX_ENTRIES = 64;
+export const MAX_ENTRIES = 256;
 /** The verifications an entry keeps (its last ones). */
 const OWN_KEPT = 64;
 /** The verifications a scope's pool keeps (its last ones). */
@@ -31,9 +31,10 @@ const POOL_KEPT = 4096;
 /**
  * The semantic layer, behind the exact one: a deterministic request whose last user turn means
  * what a cached one meant, everything else equal (the semantic key), is answered with that
- * answer while `mayServe` allows it (`vcache: true`). Every fresh answer that has a cached
- * neighbour is compared with it, and the outcome is kept (the entry's and its scope's
- * verifications, shared through the store); a fresh answer unlike its neighbour's, or with none,
+ * answer while its entry allows it and the estimated error of such hits is at most δ
+ * (verification.ts; `vcache: true`). Every fresh answer that has a cached neighbour is compared
+ * with it and the outcome kept, shared through the store: by the entry always, and by the scope's
+ * pool when the entry would have served (a would-be hit held back); a fresh answer unlike its neighbour's, or with none,
  * becomes an entry (its answer is the exact cache's). `x-service-bypass-cache` skips it; ZDR may
  * read and writes nothing (no vector, no verification).
  */
@@ -54,12 +55,14 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
 
     let neighbour: CachedAnswer | undefined;
+    let wouldHit = false;
     if (nearest && own) {
       const raw = await store.cacheGet(nearest.entry.answerKey);
       neighbour = raw === undefined ? undefined : (JSON.parse(raw) as CachedAnswer);
       if (neighbour) {
         const [ownSeen, poolSeen] = await store.observations([own, pool]);
-        if (mayServe(ownSeen!, poolSeen!, nearest.s, options.maxError) && random() >= options.verifyShare) {
+        wouldHit = entryAllows(ownSeen!, nearest.s);
+        if (wouldHit && estimatedError(poolSeen!, nearest.s) <= options.maxError && random() >= options.verifyShare) {
           return { events: replayEvents(neighbour.folded), precontext: neighbour.precontext, cached: true };
         }
       }
@@ -71,7 +74,10 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
       const ttl = options.ttlSeconds;
       if (neighbour && nearest && own) {
         const observation = { s: nearest.s, ok: sameAnswer(fresh, neighbour.folded) };
-        await Promise.all([store.observe(own, observation, OWN_KEPT, ttl), store.observe(pool, observation, POOL_KEPT, ttl)]);
+        await Promise.all([
+          store.observe(own, observation, OWN_KEPT, ttl),
+          ...(wouldHit ? [store.observe(pool, observation, POOL_KEPT, ttl)] : []),
+        ]);
         if (observation.ok) return; // the neighbour stands for this prompt too, and has learned from it
       }
       const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(vector), answerKey: await cacheKeyOf(ctx, options.scope) };
@@ -105,3 +111,4 @@ async function* whenVerified(answer: Completion, ctx: RequestContext, learn: (fr
     yield event;
   }
 }
+
