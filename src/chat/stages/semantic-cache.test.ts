@@ -4,6 +4,8 @@ import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
 import { createScriptedEngine, type Script } from '../../engines/scripted-engine.ts';
 import type { Store } from '../../store/store.ts';
 import { createEmbeddedStore } from '../../store/embedded-store.ts';
+import { createRedisStore } from '../../store/redis-store.ts';
+import { randomBytes } from 'node:crypto';
 import { countingEngine } from '../../testing/counting-engine.ts';
 import { postCompletion, startTestServer, type TestServer } from '../../testing/test-server.ts';
 import { mkdtempSync } from 'node:fs';
@@ -36,9 +38,9 @@ const meaning: Script = (request) => {
 const ask = (question: string, extra: object = {}) => ({ model: 'service', temperature: 0, messages: [{ role: 'user', content: question }], ...extra });
 
 /** A server of its own (a fresh cache), and a store that counts the semantic layer's writes. */
-async function start(maxError: number, random: () => number = () => 1) {
+async function start(maxError: number, random: () => number = () => 1, shared?: Store) {
   const counting = countingEngine(createScriptedEngine(meaning), (e) => e.type === 'done');
-  const inner = createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), cacheMaxEntries: 1000 });
+  const inner = shared ?? createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), cacheMaxEntries: 1000 });
   const writes = { count: 0, answers: 0 };
   const store: Store = {
     ...inner,
@@ -148,6 +150,24 @@ describe('the semantic cache under its bound', () => {
       assert.equal(s.writes.count, 1, 'the counting store counts no writes: the test proves nothing');
     } finally {
       await s.server.close();
+    }
+  });
+});
+
+const REDIS_URL = process.env.REDIS_URL;
+
+describe('the semantic cache on Redis', { skip: REDIS_URL ? false : 'REDIS_URL is not set; run: scripts/with-redis.sh 6406 node --import tsx --test src/chat/stages/semantic-cache.test.ts' }, () => {
+  it('shares what one instance learned with another: stored on one, verified on the other, served by the first', async () => {
+    const keyPrefix = `semantic-test:${randomBytes(6).toString('hex')}:`;
+    const stores = [createRedisStore({ url: REDIS_URL!, keyPrefix }), createRedisStore({ url: REDIS_URL!, keyPrefix })];
+    const [one, two] = [await start(0.5, () => 1, stores[0]), await start(0.5, () => 1, stores[1])];
+    try {
+      await one.json(ask('A'));
+      assert.equal((await two.json(ask('P1'))).vcache, false, 'a cold entry answered');
+      assert.equal((await one.json(ask('P2'))).vcache, true, 'the verification made on the other instance was not seen');
+    } finally {
+      await Promise.all([one.server.close(), two.server.close()]);
+      await Promise.all(stores.map((s) => s.close()));
     }
   });
 });
