@@ -902,6 +902,11 @@ export interface components {
          *     valid against its schema, tool arguments valid against their parameters. A hit answers
          *     with `vcache: true`, a fresh `id` and `created`, the stored content and the `usage` as
          *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
+         *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
+         *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
+         *     cached one meant, everything else above equal (and the `model` too), when that entry's
+         *     verifications keep the estimated probability of a wrong answer under the deployment's
+         *     bound; also with `vcache: true`. This header skips that layer as well.
          */
         BypassCache: boolean;
         /**
@@ -970,6 +975,11 @@ export interface operations {
                  *     valid against its schema, tool arguments valid against their parameters. A hit answers
                  *     with `vcache: true`, a fresh `id` and `created`, the stored content and the `usage` as
                  *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
+                 *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
+                 *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
+                 *     cached one meant, everything else above equal (and the `model` too), when that entry's
+                 *     verifications keep the estimated probability of a wrong answer under the deployment's
+                 *     bound; also with `vcache: true`. This header skips that layer as well.
                  */
                 "x-service-bypass-cache"?: components["parameters"]["BypassCache"];
                 /** @description `true` bypasses the MoA layer (internal tasks on attachments) and runs only the raw model layer. */

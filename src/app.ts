@@ -5,7 +5,7 @@ import type { Logger as Pino } from 'pino';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { createChatCompletionHandler } from './api/create-chat-completion.ts';
 import { createListModelsHandler } from './api/list-models.ts';
-import { createCompletionPipeline } from './chat/create-pipeline.ts';
+import { createCompletionPipeline, type PipelineDeps } from './chat/create-pipeline.ts';
 import type { Logger } from './logging.ts';
 import { newCompletionId } from './api/completion-id.ts';
 import { BASE_PATH, loadContract, validatorCopy } from './contract/openapi-document.ts';
@@ -39,6 +39,8 @@ export interface AppDeps {
   store: Store;
   quota: QuotaOptions;
   cache: CacheOptions;
+  /** `CACHE_MODE=semantic`: the encoder and δ of the semantic layer behind the exact cache. */
+  semantic?: PipelineDeps['semantic'];
   bodyLimitBytes: number;
   validateResponses: boolean;
   log?: Logger;

@@ -20,6 +20,7 @@ const flag = () => z.enum(['true', 'false', '1', '0'], { error: 'must be true or
 const oneOf = <T extends string>(values: readonly [T, ...T[]]) => z.enum(values, { error: `must be one of ${values.join(', ')}` });
 /** An http(s) URL: a typo here would otherwise surface as a 503 on every request. */
 const httpUrl = () => z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+const share = () => z.coerce.number({ error: 'must be a number from 0 to 1' }).min(0, { error: 'must be a number from 0 to 1' }).max(1, { error: 'must be a number from 0 to 1' });
 const text = () => z.string();
 /** A comma-separated list of origins (scheme://host[:port]) or `*`. */
 const origins = () => z.string().optional().transform((raw, ctx) => {
@@ -53,6 +54,11 @@ export const ENV = z.object({
   CACHE_MAX_ENTRIES: integer(0, 10_000_000).default(1000),
   CACHE_MAX_BYTES: integer(0, 2 ** 48).default(256 * 1024 * 1024),
   CACHE_MAX_ENTRY_BYTES: integer(1, 512 * 1024 * 1024).default(16 * 1024 * 1024),
+  /** `semantic`: behind the exact cache, paraphrases of deterministic requests answered under the bound δ
+   * (CACHE_MAX_ERROR); `exact` by default: the semantic layer runs an encoder worker and embeds every
+   * deterministic miss. CACHE_VERIFY_SHARE: the share of would-be semantic hits generated fresh and compared. */
+  CACHE_MODE: oneOf(['exact', 'semantic']).default('exact'),
+  CACHE_MAX_ERROR: share().default(0.02), CACHE_VERIFY_SHARE: share().default(0.1),
   /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
   CREDITS_PER_1K_PROMPT_TOKENS: decimal().default(1), CREDITS_PER_1K_COMPLETION_TOKENS: decimal().default(2),
   /** Credits per unit of each task's work (src/chat/prices.ts says why each unit). */
@@ -143,6 +149,9 @@ const CONFIG = ENV.transform((env) => ({
     maxEntries: env.CACHE_MAX_ENTRIES,
     maxBytes: env.CACHE_MAX_BYTES,
     maxEntryBytes: env.CACHE_MAX_ENTRY_BYTES,
+    mode: env.CACHE_MODE,
+    maxError: env.CACHE_MAX_ERROR,
+    verifyShare: env.CACHE_VERIFY_SHARE,
   },
   credits: {
     per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS,

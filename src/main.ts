@@ -11,6 +11,7 @@ import { createLogger, loggerOn } from './logging.ts';
 import { Guard } from './guard/guard.ts';
 import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
+import { MiniLmEmbedder } from './chat/semantic/embedder.ts';
 import { createStore } from './store/create-store.ts';
 import { createFaultHandler, installFaultHandler } from './process/faults.ts';
 import { removeStaleTempDirs } from './workers/temp-dirs.ts';
@@ -48,10 +49,14 @@ async function start(): Promise<void> {
     new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller }),
     new ImageClassifier(workerLimitsOf(config)),
   );
+  const embedder = config.cache.mode === 'semantic'
+    ? new MiniLmEmbedder({ python: config.guard.python, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller })
+    : undefined;
   const app = createApp({
     engine, tasks, keys, store, drain, guard,
     quota: quotaOptionsOf(config),
     cache: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds },
+    ...(embedder ? { semantic: { embedder, options: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds, maxError: config.cache.maxError, verifyShare: config.cache.verifyShare } } } : {}),
     attachmentLimits: attachmentLimitsOf(config),
     schemaLimits: config.schemas,
     bodyLimitBytes: config.bodyLimitBytes,
@@ -73,6 +78,7 @@ async function start(): Promise<void> {
   // is logged, and its requests get their own 503 or 500, while the rest is served.
   logger.info('warming the guard\'s classifiers and the tasks\' models');
   Promise.allSettled([
+    embedder?.warm().catch((err: unknown) => logger.error({ err }, 'the semantic cache\'s encoder could not start: the exact cache alone answers')),
     guard.warm().catch((err: unknown) => logger.error({ err }, 'the guard could not start: guarded requests will get 503')),
     tasks.warm().catch((err: unknown) => logger.error({ err }, 'a task\'s model could not start: its requests will fail')),
   ]).then(() => (readiness.started(), logger.info('ready')));
@@ -92,7 +98,7 @@ async function start(): Promise<void> {
     if (ended > 0) logger.warn(`${ended} requests still running were ended with an error frame or a 503`);
     setTimeout(() => server.closeAllConnections(), 1000).unref(); // the last writes, then the sockets
     operational?.close();
-    await Promise.allSettled([engine.close?.(), tasks.close(), store.close(), guard.close()]);
+    await Promise.allSettled([engine.close?.(), tasks.close(), store.close(), guard.close(), embedder?.close()]);
     logger.flush();
   };
   // Exit 0 after a signal's drain, unless a fault came first or during it (its exit code stays).

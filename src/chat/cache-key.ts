@@ -13,10 +13,47 @@ export type CacheScope = 'key' | 'global';
  * system messages. Scoped to the caller's key unless the scope is global.
  */
 export async function cacheKeyOf(ctx: RequestContext, scope: CacheScope): Promise<string> {
+  return sha256(Buffer.from(stableJson(await canonicalRequest(ctx, scope))));
+}
+
+/** The semantic cache's compared scope, and the one text whose meaning may vary within it. */
+export interface SemanticKey {
+  key: string;
+  /** The last message's text (its text parts, joined by new lines). */
+  text: string;
+}
+
+/**
+ * The semantic cache's key: the same canonical request as `cacheKeyOf`, with only the text of
+ * the last message left out — so two requests share it when everything else that shapes the
+ * answer is equal (scope, model settings, response format and schema, tools, attachments by
+ * bytes, directives, earlier turns). Undefined when the last message is not the user's or has no
+ * text: then there is no "meaning of the question" to compare.
+ */
+export async function semanticKeyOf(ctx: RequestContext, scope: CacheScope): Promise<SemanticKey | undefined> {
+  const canonical = await canonicalRequest(ctx, scope);
+  const last = ctx.body.messages.at(-1);
+  if (last?.role !== 'user') return undefined;
+  const text = typeof last.content === 'string'
+    ? last.content
+    : (last.content ?? []).flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+  if (text.trim() === '') return undefined;
+  const messages = canonical.messages.slice(0, -1);
+  const lastCanonical = canonical.messages.at(-1) as { content: unknown };
+  // The model name is kept too (the exact key leaves it out: one engine answers every name), so a
+  // deployment that routes names to models never mixes them. The last turn keeps its shape and its attachments; only its text parts become placeholders.
+  const content = Array.isArray(lastCanonical.content)
+    ? lastCanonical.content.map((part: { type: string }) => (part.type === 'text' ? { type: 'text' } : part))
+    : { type: 'text' };
+  const key = sha256(Buffer.from(stableJson({ ...canonical, semantic: 1, model: ctx.body.model, messages: [...messages, { ...lastCanonical, content }] })));
+  return { key, text };
+}
+
+async function canonicalRequest(ctx: RequestContext, scope: CacheScope) {
   const { body, generation } = ctx;
   const digests = sentDigests(await ctx.attachments());
   const messages = body.messages.map((m, i) => canonicalMessage(m, i, digests));
-  const canonical = {
+  return {
     v: 2, // 2: attachments by what was sent (1 keyed a video by one of its frames or its sound track)
     scope: scope === 'key' ? ctx.caller.keyId : 'global',
     moa: !ctx.flags.bypassMoa,
@@ -32,7 +69,6 @@ export async function cacheKeyOf(ctx: RequestContext, scope: CacheScope): Promis
     max_tokens: generation.maxTokens ?? null,
     reasoning_effort: generation.reasoningEffort ?? null,
   };
-  return sha256(Buffer.from(stableJson(canonical)));
 }
 
 /**

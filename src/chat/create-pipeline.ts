@@ -9,6 +9,8 @@ import { moaRouter } from './stages/moa-router.ts';
 import { quota, type QuotaOptions } from './stages/quota.ts';
 import { taskMode } from './stages/task-mode.ts';
 import { type CacheOptions, verifiedCache } from './stages/verified-cache.ts';
+import { semanticCache, type SemanticCacheOptions } from './stages/semantic-cache.ts';
+import type { Embedder } from './semantic/embedder.ts';
 
 export interface PipelineDeps {
   engine: Engine;
@@ -16,6 +18,8 @@ export interface PipelineDeps {
   store: Store;
   quota: QuotaOptions;
   cache: CacheOptions;
+  /** With both, the semantic layer runs behind the exact cache (`CACHE_MODE=semantic`). */
+  semantic?: { embedder: Embedder; options: SemanticCacheOptions };
   /** The content guard; without it a `<guard>` request is refused (503), never passed unchecked. */
   guard?: Guard;
 }
@@ -26,6 +30,7 @@ export function createCompletionPipeline(deps: PipelineDeps): Next {
   return pipeline([
     quota(deps.store, { ...deps.quota, ...(countTokens ? { countTokens } : {}) }), // 429, 402; credits settled at the end
     verifiedCache(deps.store, deps.cache), // a verified answer stored before answers at once
+    ...(deps.semantic ? [semanticCache(deps.store, deps.semantic.embedder, deps.semantic.options)] : []), // or one to a paraphrase, under δ
     guard(deps), // <guard>CODES</guard>: the input checked now, the answer as it comes
     taskMode(deps), // <task>NAME</task>: the task answers, no model
     moaRouter(deps), // attachments through the internal tasks: precontext, and context for the model

@@ -9,7 +9,7 @@ import { toRecord, type KeyEntry } from './keys-file.ts';
 import { TtlLruCache } from './lru-cache.ts';
 import { RateCounters } from './rate-counters.ts';
 import { SharedKeysFile } from './shared-keys-file.ts';
-import type { Store } from './store.ts';
+import type { Observation, SemanticEntry, Store } from './store.ts';
 import type { Logger } from '../logging.ts';
 
 type Reservation = Awaited<ReturnType<Store['reserveCredits']>>;
@@ -35,6 +35,10 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
   const keys = new SharedKeysFile(file, log, options.lock);
   const counters = new RateCounters();
   const cache = new TtlLruCache({ maxEntries: cacheMaxEntries, maxBytes: cacheMaxBytes, maxEntryBytes: cacheMaxEntryBytes }, now);
+  // The semantic layer's state, bounded like the answers but not by CACHE_MAX_ENTRY_BYTES: its
+  // values are bounded by their own counts (entries per key, observations kept), and one past the
+  // per-answer bound would be dropped whole, forgetting everything learned under it.
+  const semantic = new TtlLruCache({ maxEntries: cacheMaxEntries, maxBytes: cacheMaxBytes }, now);
   const byId = (entries: readonly KeyEntry[], id: string) => entries.find((e) => e.id === id);
 
   return {
@@ -140,6 +144,29 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
       cache.set(key, value, ttlSeconds * 1000);
     },
 
+    // The semantic entries and observation lists are JSON values: one process reads and writes
+    // each synchronously, so an update is atomic here.
+    async semanticEntries(semanticKey) {
+      return parsed<SemanticEntry[]>(semantic.get(`sem:${semanticKey}`), []);
+    },
+
+    async semanticAdd(semanticKey, entry, maxEntries, ttlSeconds) {
+      checkTtl(ttlSeconds);
+      const entries = parsed<SemanticEntry[]>(semantic.get(`sem:${semanticKey}`), []);
+      if (entries.length >= maxEntries) return;
+      semantic.set(`sem:${semanticKey}`, JSON.stringify([...entries, entry]), ttlSeconds * 1000);
+    },
+
+    async observe(list, observation, maxKept, ttlSeconds) {
+      checkTtl(ttlSeconds);
+      const kept = parsed<Observation[]>(semantic.get(`obs:${list}`), []);
+      semantic.set(`obs:${list}`, JSON.stringify([...kept, observation].slice(-maxKept)), ttlSeconds * 1000);
+    },
+
+    async observations(lists) {
+      return lists.map((list) => parsed<Observation[]>(semantic.get(`obs:${list}`), []));
+    },
+
     async ping() {
       // Readiness: the file can be reached (a missing one is fine: no keys yet).
       await stat(file).catch((err: NodeJS.ErrnoException) => {
@@ -151,3 +178,5 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
   } satisfies Store;
 }
 
+
+const parsed = <T>(value: string | undefined, none: T): T => (value === undefined ? none : (JSON.parse(value) as T));

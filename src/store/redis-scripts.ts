@@ -94,7 +94,18 @@ local reset = math.ceil(newTat - now)
 if reset > 0 then redis.call('SET', KEYS[1], string.format('%.17g', newTat), 'PX', reset) end
 return reset`;
 
+/**
+ * KEYS: a semantic key's hash of entries. ARGV: entry id, entry JSON, max entries, TTL ms. Adds
+ * the entry unless the hash is full (so a scan of it stays bounded), and renews the hash's TTL.
+ */
+const SEMANTIC_ADD = `
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) and redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1`;
+
 export interface ScriptedRedis extends Redis {
+  storeSemanticAdd(entries: string, id: string, entry: string, max: string, ttlMs: string): Promise<0 | 1>;
   storeCreateKey(keyHash: string, hashIndex: string, idSet: string, ...args: string[]): Promise<'ok' | 'id' | 'hash'>;
   storeSetFields(keyHash: string, ...fieldValuePairs: string[]): Promise<0 | 1>;
   storeRevokeKey(keyHash: string, at: string): Promise<0 | 1>;
@@ -113,5 +124,6 @@ export function defineScripts(client: Redis): ScriptedRedis {
   client.defineCommand('storeReserveCredits', { numberOfKeys: 1, lua: RESERVE_CREDITS });
   client.defineCommand('storeRateLimit', { numberOfKeys: 1, lua: RATE_LIMIT });
   client.defineCommand('storeChargeRate', { numberOfKeys: 1, lua: CHARGE_RATE });
+  client.defineCommand('storeSemanticAdd', { numberOfKeys: 1, lua: SEMANTIC_ADD });
   return client as ScriptedRedis;
 }

@@ -22,7 +22,7 @@ import { entryBytes } from './cache-bounds.ts';
 import { StoreUnavailableError } from '../errors/store-errors.ts';
 import { DuplicateKeyError } from './errors.ts';
 import { defineScripts } from './redis-scripts.ts';
-import type { KeyRecord, RateDecision, Store } from './store.ts';
+import type { KeyRecord, RateDecision, SemanticEntry, Store } from './store.ts';
 import type { Logger } from '../logging.ts';
 
 export interface RedisStoreOptions {
@@ -79,6 +79,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     ids: `${keyPrefix}keys`,
     rate: (counter: string) => `${keyPrefix}rate:${counter}`,
     cache: (key: string) => `${keyPrefix}cache:${key}`,
+    semantic: (key: string) => `${keyPrefix}sem:${key}`,
+    observations: (list: string) => `${keyPrefix}obs:${list}`,
   };
 
   /** Every call goes through here, so an outage always surfaces as the same error type. */
@@ -177,6 +179,37 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     }),
 
     cacheGet: (key) => call(async () => (await client.get(k.cache(key))) ?? undefined),
+
+    // No vector search in the Redis this targets (Debian's redis-server 7.0 has no search module):
+    // a semantic key's entries are one hash, read whole and scanned by the caller (bounded by
+    // maxEntries); observations are lists appended by one MULTI, so instances share what is learned.
+    semanticEntries: (semanticKey) => call(async () =>
+      Object.values(await client.hgetall(k.semantic(semanticKey))).map((json) => JSON.parse(json) as SemanticEntry)),
+
+    semanticAdd: (semanticKey, entry, maxEntries, ttlSeconds) => call(async () => {
+      checkTtl(ttlSeconds);
+      await client.storeSemanticAdd(k.semantic(semanticKey), entry.id, JSON.stringify(entry), String(maxEntries), String(Math.max(1, Math.round(ttlSeconds * 1000))));
+    }),
+
+    observe: (list, observation, maxKept, ttlSeconds) => call(async () => {
+      checkTtl(ttlSeconds);
+      const key = k.observations(list);
+      await client.multi().rpush(key, `${observation.s},${observation.ok ? 1 : 0}`).ltrim(key, -maxKept, -1)
+        .pexpire(key, Math.max(1, Math.round(ttlSeconds * 1000))).exec();
+    }),
+
+    observations: (lists) => call(async () => {
+      const pipeline = client.pipeline();
+      for (const list of lists) pipeline.lrange(k.observations(list), 0, -1);
+      const replies = (await pipeline.exec()) ?? [];
+      return replies.map(([err, items]) => {
+        if (err) throw err;
+        return (items as string[]).map((item) => {
+          const [s, ok] = item.split(',');
+          return { s: Number(s), ok: ok === '1' };
+        });
+      });
+    }),
 
     cacheSet: (key, value, ttlSeconds) => call(async () => {
       checkTtl(ttlSeconds);

@@ -340,6 +340,28 @@ function contract(backend: Backend) {
     });
   });
 
+  describe('semantic cache', () => {
+    const entry = (id: string) => ({ id, vector: 'AAAAAA==', answerKey: `answer-${id}` });
+
+    it('keeps a semantic key\'s entries in order, up to its bound', async () => {
+      const key = `s:${randomBytes(4).toString('hex')}`;
+      assert.deepEqual(await store.semanticEntries(key), []);
+      for (const id of ['a', 'b', 'c']) await store.semanticAdd(key, entry(id), 2, 60);
+      assert.deepEqual(await store.semanticEntries(key), [entry('a'), entry('b')]);
+    });
+
+    it('appends every observation made at once, keeps the last ones, and answers each list', HANG, async () => {
+      const [list, other] = [`o:${randomBytes(4).toString('hex')}`, `o:${randomBytes(4).toString('hex')}`];
+      await Promise.all(Array.from({ length: 50 }, (_, i) => store.observe(list, { s: i / 100, ok: i % 2 === 0 }, 100, 60)));
+      const [seen, none] = await store.observations([list, other]);
+      assert.equal(seen!.length, 50);
+      assert.deepEqual(seen!.filter((o) => o.ok).length, 25);
+      assert.deepEqual(none, []);
+      for (let i = 0; i < 5; i++) await store.observe(other, { s: 0.5 + i / 10, ok: true }, 3, 60);
+      assert.deepEqual((await store.observations([other]))[0]!.map((o) => o.s), [0.7, 0.8, 0.9]);
+    });
+  });
+
   it('answers ping', async () => {
     await store.ping();
   });

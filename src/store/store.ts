@@ -55,6 +55,19 @@ export interface Store {
    */
   cacheSet(key: string, value: string, ttlSeconds: number): Promise<void>;
 
+  // --- semantic cache (CACHE_MODE=semantic) ------------------------------------------------------
+  /** The entries stored under a semantic key (src/chat/cache-key.ts), in the order added. */
+  semanticEntries(semanticKey: string): Promise<SemanticEntry[]>;
+  /**
+   * Adds an entry unless the key holds `maxEntries` already (then nothing, the scan stays
+   * bounded); the key's entries live `ttlSeconds` from this add. One atomic operation.
+   */
+  semanticAdd(semanticKey: string, entry: SemanticEntry, maxEntries: number, ttlSeconds: number): Promise<void>;
+  /** Appends one observation to a list atomically, keeping its last `maxKept`; the list lives `ttlSeconds` from now. */
+  observe(list: string, observation: Observation, maxKept: number, ttlSeconds: number): Promise<void>;
+  /** Each list's observations, oldest first (an unknown list has none). */
+  observations(lists: string[]): Promise<Observation[][]>;
+
   /** Rejects when the backend cannot be reached (readiness). */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -82,4 +95,18 @@ export interface RateDecision {
   resetMs: number;
   /** When refused: milliseconds until `cost` units would be admitted. 0 when allowed. */
   retryAfterMs: number;
+}
+
+/** A prompt the semantic cache can answer near: its embedding and the exact-cache key of its answer. */
+export interface SemanticEntry {
+  id: string;
+  /** The embedding, Float32 little-endian, base64. */
+  vector: string;
+  answerKey: string;
+}
+
+/** One verification: at similarity `s`, the cached answer was (`ok`) or was not the fresh one. */
+export interface Observation {
+  s: number;
+  ok: boolean;
 }

@@ -13,7 +13,7 @@ export interface CacheOptions {
 }
 
 /** What the cache keeps of an answer: the answer itself and its precontext, as first generated. */
-interface CachedAnswer {
+export interface CachedAnswer {
   folded: FoldedGeneration;
   precontext: PrecontextEntry[];
 }
@@ -35,7 +35,9 @@ export function verifiedCache(store: Store, options: CacheOptions): Stage {
       return { events: replayEvents(folded), precontext, cached: true };
     }
     const answer = await next(ctx);
-    if (ctx.flags.zdr) return answer;
+    // A semantic hit is another request's answer: kept under this request's key, it would be
+    // served again with no verification.
+    if (ctx.flags.zdr || answer.cached) return answer;
     return { ...answer, events: storeWhenVerified(answer, ctx, (value) => store.cacheSet(key, value, options.ttlSeconds)) };
   };
 }
@@ -54,7 +56,7 @@ async function* storeWhenVerified(answer: Completion, ctx: RequestContext, save:
   }
 }
 
-function verified(folded: FoldedGeneration, ctx: RequestContext): boolean {
+export function verified(folded: FoldedGeneration, ctx: RequestContext): boolean {
   if (ctx.signal.aborted) return false; // an answer cut short by the client's leaving is not whole
   if (folded.finishReason !== 'stop' && folded.finishReason !== 'tool_calls') return false;
   return problemWith(folded, ctx.generation) === '';

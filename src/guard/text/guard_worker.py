@@ -5,6 +5,10 @@
                                                  line on stdout: {"texts": [...]} -> {"scores":
                                                  per text, per span [harmful, S1, ..., S14]}; the
                                                  first line out names the codes and thresholds
+  guard_worker.py embed                          the same protocol for the semantic cache:
+                                                 {"texts": [...]} -> {"vectors": per text, its
+                                                 embedding (384 floats), the text read whole up to
+                                                 EMBED_TOKENS tokens}
 
 A text is flagged for a code when two heads agree: the "harmful" head (harmful requests of any
 code against safe texts, look-alikes included) passes its threshold, and that code's head passes
@@ -177,8 +181,28 @@ def serve(heads_path):
             print(json.dumps({"error": str(err)}), flush=True)
 
 
+EMBED_TOKENS = 256  # MiniLM was trained on inputs up to 256 word pieces; a question is far shorter
+
+
+def serve_embeddings():
+    """The semantic cache's encoder: one embedding per text, read whole (never in windows: a
+    question's meaning is compared as one), cut at EMBED_TOKENS."""
+    encoder = Encoder()
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        try:
+            texts = json.loads(line)["texts"]
+            windows = [[CLS] + encoder.tokenizer.encode(t).ids[1:-1][:EMBED_TOKENS - 2] + [SEP] for t in texts]
+            vectors = encoder.embed(windows) if windows else np.zeros((0, 384))
+            print(json.dumps({"vectors": vectors.round(6).tolist()}), flush=True)
+        except Exception as err:  # one bad request must not end the worker
+            print(json.dumps({"error": str(err)}), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "train":
         train(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "embed":
+        serve_embeddings()
     else:
         serve(sys.argv[2])

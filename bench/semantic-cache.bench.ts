@@ -1,0 +1,195 @@
+// The semantic cache, measured on a labelled set (bench/data/semantic-cache.txt): paraphrase
+// groups (one answer each) and near-miss pairs (alike in words, different answers). Side by side
+// in one run: the exact cache alone; a fixed-threshold semantic cache (what gateways ship: the
+// nearest earlier prompt answers when its cosine is at least t), for t = 0.8 and for the t chosen
+// on the tuning part; and the verified cache (CACHE_MODE=semantic, the real stage through the
+// real app, δ = CACHE_MAX_ERROR). The model is scripted: it answers each question's label, the
+// same every time (a deterministic request), so a served answer is right exactly when its label
+// is the question's. The embeddings are the guard's MiniLM (.venv-guard).
+//
+// The tuning part runs PASSES times, each under a seed of its own (another semantic key, the same
+// tenant's pool of verifications), then the held-out part once under a new seed: its figures are
+// the ones that count; it never chose anything. Also: the added latency of a miss (p50), the
+// verified server against the exact one on the same unseen prompts. Writes bench/results/semantic-cache.json.
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MiniLmEmbedder, similarity } from '../src/chat/semantic/embedder.ts';
+import type { ChatCompletionResponse } from '../src/contract/wire-types.ts';
+import { createScriptedEngine, type Script } from '../src/engines/scripted-engine.ts';
+import { createEmbeddedStore } from '../src/store/embedded-store.ts';
+import { postCompletion, startTestServer } from '../src/testing/test-server.ts';
+
+const PASSES = Number(process.env.BENCH_PASSES ?? 5);
+const MAX_ERROR = Number(process.env.CACHE_MAX_ERROR ?? 0.02);
+/** The verified cache runs at δ and at looser bounds, to show what the bound costs. */
+const DELTAS = [MAX_ERROR, 0.05, 0.1];
+const VERIFY_SHARE = Number(process.env.CACHE_VERIFY_SHARE ?? 0.1);
+const ROOT = new URL('..', import.meta.url).pathname;
+
+interface Part { groups: string[][]; pairs: [string, string][]; }
+const answer = new Map<string, string>();
+
+function load(): { tune: Part; heldout: Part } {
+  const parts = { tune: { groups: [], pairs: [] } as Part, heldout: { groups: [], pairs: [] } as Part };
+  let part = parts.tune;
+  for (const line of readFileSync(`${ROOT}bench/data/semantic-cache.txt`, 'utf8').split('\n')) {
+    if (line.startsWith('--- heldout')) part = parts.heldout;
+    if (line.startsWith('G ')) {
+      const [label, ...phrasings] = line.slice(2).split('|').map((s) => s.trim());
+      for (const p of phrasings) answer.set(p, label!);
+      part.groups.push(phrasings);
+    } else if (line.startsWith('N ')) {
+      const [first, second] = line.slice(2).split('||').map((half) => half.split('|').map((s) => s.trim()));
+      answer.set(first![1]!, first![0]!);
+      answer.set(second![1]!, second![0]!);
+      part.pairs.push([first![1]!, second![1]!]);
+    }
+  }
+  return parts;
+}
+
+/** A seeded shuffle (mulberry32), so a run is repeatable. */
+function rng(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const shuffled = <T>(items: T[], random: () => number) => items.map((v) => [random(), v] as const).sort((a, b) => a[0] - b[0]).map(([, v]) => v);
+
+/** One pass's requests: every phrasing and each pair's first question in a random order, then the pairs' second questions. */
+function stream(part: Part, seed: number): { text: string; kind: 'paraphrase' | 'first' | 'near-miss' }[] {
+  const random = rng(seed);
+  const firsts = [...part.groups.flat().map((text) => ({ text, kind: 'paraphrase' as const })), ...part.pairs.map(([text]) => ({ text, kind: 'first' as const }))];
+  return [...shuffled(firsts, random), ...shuffled(part.pairs.map(([, text]) => ({ text, kind: 'near-miss' as const })), random)];
+}
+
+interface Tally { paraphrases: number; paraphraseHits: number; nearMisses: number; falseNearHits: number; hits: number; wrongHits: number; }
+const tally = (): Tally => ({ paraphrases: 0, paraphraseHits: 0, nearMisses: 0, falseNearHits: 0, hits: 0, wrongHits: 0 });
+
+/** Counts one answered request: a paraphrase counts once its group was asked before in this pass. */
+function count(t: Tally, req: { text: string; kind: string }, hit: boolean, served: string, groupSeen: boolean) {
+  if (req.kind === 'paraphrase' && groupSeen) { t.paraphrases++; if (hit) t.paraphraseHits++; }
+  if (req.kind === 'near-miss') { t.nearMisses++; if (hit && served !== answer.get(req.text)) t.falseNearHits++; }
+  if (hit) { t.hits++; if (served !== answer.get(req.text)) t.wrongHits++; }
+}
+const groupOf = (part: Part) => new Map(part.groups.flatMap((g, i) => g.map((p) => [p, i] as const)));
+
+const rates = (t: Tally) => ({ ...t,
+  paraphraseHitRate: t.paraphrases ? t.paraphraseHits / t.paraphrases : 0,
+  nearMissFalseHitRate: t.nearMisses ? t.falseNearHits / t.nearMisses : 0,
+  errorAmongHits: t.hits ? t.wrongHits / t.hits : 0 });
+
+const meaning: Script = (request) => [
+  { type: 'content', text: answer.get(request.messages.at(-1)?.content ?? '') ?? 'unknown' },
+  { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } },
+];
+
+async function main() {
+  const { tune, heldout } = load();
+  const embedder = new MiniLmEmbedder({ python: `${ROOT}.venv-guard/bin/python`, threads: Number(process.env.THREADS ?? 1), timeoutMs: 60_000, maxQueued: 100, perCaller: 100 });
+  const vectors = new Map<string, Float32Array>();
+  for (const text of answer.keys()) vectors.set(text, await embedder.embed(text));
+
+  // --- fixed thresholds: the nearest earlier prompt of the same pass answers at cosine >= t ----
+  const fixed = (part: Part, seed: number, t: number, into: Tally) => {
+    const stored: string[] = [];
+    const groups = groupOf(part); const seen = new Set<number>();
+    for (const req of stream(part, seed)) {
+      const v = vectors.get(req.text)!;
+      let best: [string, number] | undefined;
+      for (const s of stored) { const sim = similarity(v, vectors.get(s)!); if (!best || sim > best[1]) best = [s, sim]; }
+      const exact = stored.includes(req.text);
+      const hit = exact || (best !== undefined && best[1] >= t);
+      const served = exact ? answer.get(req.text)! : hit ? answer.get(best![0])! : answer.get(req.text)!;
+      const g = groups.get(req.text);
+      count(into, req, hit, served, g !== undefined && seen.has(g));
+      if (g !== undefined) seen.add(g);
+      if (!hit) stored.push(req.text);
+    }
+  };
+  const thresholds = Array.from({ length: 41 }, (_, i) => 0.6 + i * 0.01);
+  // Tuned on the tuning part only: the lowest t whose near-miss false-hit rate there is at most δ.
+  const tuned = thresholds.find((t) => { const x = tally(); fixed(tune, 1, t, x); return rates(x).nearMissFalseHitRate <= MAX_ERROR; }) ?? 1;
+
+  // --- the servers: exact only, and exact + verified semantic --------------------------------
+  const server = async (semantic: boolean, maxError = MAX_ERROR) => startTestServer({
+    engine: createScriptedEngine(meaning),
+    store: createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'bench-keys-')), 'keys.json'), cacheMaxEntries: 100_000 }),
+    validateResponses: false,
+    ...(semantic ? { semantic: { embedder, options: { scope: 'key' as const, ttlSeconds: 3600, maxError, verifyShare: VERIFY_SHARE, random: rng(7) } } } : {}),
+  });
+  const ask = async (baseUrl: string, text: string, seed: number) => {
+    const started = performance.now();
+    const res = await postCompletion(baseUrl, { model: 'service', temperature: 0, seed, messages: [{ role: 'user', content: text }] });
+    const body = (await res.json()) as ChatCompletionResponse;
+    return { hit: body.vcache === true, served: body.choices[0]?.message.content ?? '', ms: performance.now() - started };
+  };
+  const run = async (baseUrl: string, part: Part, seed: number, into: Tally, misses?: number[]) => {
+    const groups = groupOf(part); const seen = new Set<number>();
+    for (const req of stream(part, seed)) {
+      const r = await ask(baseUrl, req.text, seed);
+      const g = groups.get(req.text);
+      count(into, req, r.hit, r.served, g !== undefined && seen.has(g));
+      if (g !== undefined) seen.add(g);
+      if (!r.hit) misses?.push(r.ms);
+    }
+  };
+
+  const rows: Record<string, { tune: Tally; heldout: Tally }> = {};
+  const runs: [string, boolean, number][] = [['exact', false, MAX_ERROR], ...DELTAS.map((d): [string, boolean, number] => [`verified δ=${d}`, true, d])];
+  for (const [name, semantic, delta] of runs) {
+    const s = await server(semantic, delta);
+    rows[name] = { tune: tally(), heldout: tally() };
+    for (let pass = 1; pass <= PASSES; pass++) await run(s.baseUrl, tune, pass, rows[name].tune);
+    await run(s.baseUrl, heldout, 1000, rows[name].heldout);
+    await s.close();
+  }
+  for (const t of [0.8, tuned]) {
+    const row = { tune: tally(), heldout: tally() };
+    for (let pass = 1; pass <= PASSES; pass++) fixed(tune, pass, t, row.tune);
+    fixed(heldout, 1000, t, row.heldout);
+    rows[`fixed t=${t.toFixed(2)}${t === tuned ? ' (tuned)' : ''}`] = row;
+  }
+
+  // --- the added latency of a miss: the same unseen prompts, each server fresh, a warm-up first --
+  const latency: Record<string, number> = {};
+  const embedMs: number[] = [];
+  for (const text of [...answer.keys()].slice(0, 60)) {
+    const started = performance.now();
+    await embedder.embed(`${text} `);
+    embedMs.push(performance.now() - started);
+  }
+  embedMs.sort((a, b) => a - b);
+  const unseen = [...answer.keys()].slice(0, 60);
+  for (const [name, semantic] of [['exact', false], ['semantic', true]] as const) {
+    const s = await server(semantic);
+    await ask(s.baseUrl, 'warm up', 1);
+    const ms: number[] = [];
+    for (const text of unseen) ms.push((await ask(s.baseUrl, text, 1)).ms);
+    ms.sort((a, b) => a - b);
+    latency[name] = ms[Math.floor(ms.length / 2)]!;
+    await s.close();
+  }
+  await embedder.close();
+
+  const result = {
+    delta: MAX_ERROR, verifyShare: VERIFY_SHARE, tuningPasses: PASSES, tunedThreshold: tuned,
+    set: { tune: { groups: tune.groups.length, pairs: tune.pairs.length }, heldout: { groups: heldout.groups.length, pairs: heldout.pairs.length } },
+    rows: Object.fromEntries(Object.entries(rows).map(([name, r]) => [name, { tune: rates(r.tune), heldout: rates(r.heldout) }])),
+    missP50Ms: { exact: round(latency.exact!), semantic: round(latency.semantic!), added: round(latency.semantic! - latency.exact!), embedOnly: round(embedMs[Math.floor(embedMs.length / 2)]!) },
+  };
+  writeFileSync(`${ROOT}bench/results/semantic-cache.json`, `${JSON.stringify(result, null, 2)}\n`);
+  for (const [name, r] of Object.entries(result.rows)) {
+    console.log(`${name.padEnd(24)} held-out: paraphrase hits ${pct(r.heldout.paraphraseHitRate)} (${r.heldout.paraphraseHits}/${r.heldout.paraphrases}), near-miss false hits ${pct(r.heldout.nearMissFalseHitRate)} (${r.heldout.falseNearHits}/${r.heldout.nearMisses}), wrong among hits ${r.heldout.wrongHits}/${r.heldout.hits}; tuning: ${pct(r.tune.paraphraseHitRate)}, ${pct(r.tune.nearMissFalseHitRate)}`);
+  }
+  console.log('miss p50 ms', result.missP50Ms);
+}
+const round = (n: number) => Math.round(n * 100) / 100;
+const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
+
+await main();

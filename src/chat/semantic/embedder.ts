@@ -1,0 +1,62 @@
+import { fileURLToPath } from 'node:url';
+import type { QueueLimits } from '../../workers/job-queue.ts';
+import { LineWorker } from '../../workers/line-worker.ts';
+
+const SCRIPT = fileURLToPath(new URL('../../guard/text/guard_worker.py', import.meta.url));
+
+/** Turns a question into a unit vector; near vectors (cosine) mean near meanings. */
+export interface Embedder {
+  /** `caller` (an API key id) is counted in the worker queue's share. */
+  embed(text: string, caller?: string): Promise<Float32Array>;
+  close?(): Promise<void>;
+}
+
+export interface MiniLmEmbedderOptions extends QueueLimits {
+  /** The Python of the guard's environment (`.venv-guard`), which holds the encoder. */
+  python: string;
+  threads: number;
+  timeoutMs: number;
+}
+
+/**
+ * The guard's sentence encoder (all-MiniLM-L6-v2, int8 ONNX) in its own worker
+ * (`guard_worker.py embed`): the semantic cache's lookups never wait behind the guard's batches.
+ */
+export class MiniLmEmbedder implements Embedder {
+  private readonly worker: LineWorker<{ texts: string[] }, { vectors: number[][] }>;
+
+  constructor(options: MiniLmEmbedderOptions) {
+    this.worker = new LineWorker({
+      name: 'the semantic cache\'s encoder', command: options.python, args: [SCRIPT, 'embed'],
+      env: { GUARD_THREADS: String(options.threads) }, timeoutMs: options.timeoutMs, maxQueued: options.maxQueued, perCaller: options.perCaller,
+    });
+  }
+
+  async embed(text: string, caller?: string): Promise<Float32Array> {
+    const { vectors } = await this.worker.request({ texts: [text] }, caller);
+    return Float32Array.from(vectors[0]!);
+  }
+
+  warm(): Promise<unknown> {
+    return this.worker.hello();
+  }
+
+  close(): Promise<void> {
+    return this.worker.close();
+  }
+}
+
+/** The cosine of two unit vectors. */
+export function similarity(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
+  return dot;
+}
+
+/** A vector as the store keeps it: Float32 little-endian bytes, base64. */
+export const encodeVector = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
+
+export function decodeVector(text: string): Float32Array {
+  const bytes = Buffer.from(text, 'base64');
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { type CacheScope, cacheKeyOf, semanticKeyOf } from '../cache-key.ts';
+import type { GenerationEvent, GenerationRequest } from '../../engines/engine.ts';
+import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
+import type { SemanticEntry, Store } from '../../store/store.ts';
+import type { Completion, Stage } from '../pipeline.ts';
+import type { RequestContext } from '../request-context.ts';
+import { decodeVector, type Embedder, encodeVector, similarity } from '../semantic/embedder.ts';
+import { sameAnswer } from '../semantic/same-answer.ts';
+import { entryAllows, estimatedError } from '../semantic/verification.ts';
+import { type CachedAnswer, verified } from './verified-cache.ts';
+
+export interface SemanticCacheOptions {
+  scope: CacheScope;
+  ttlSeconds: number;
+  /** δ (`CACHE_MAX_ERROR`): the largest estimated probability of a wrong answer a hit may carry. */
+  maxError: number;
+  /** `CACHE_VERIFY_SHARE`: the share of would-be hits generated fresh and compared, so the estimate stays honest. */
+  verifyShare: number;
+  /** Tests pass a scripted one. */
+  random?: () => number;
+}
+
+/** A semantic key's entries are scanned one by one: this bounds the scan. */
+export const MAX_ENTRIES = 256;
+/** The verifications an entry keeps (its last ones). */
+const OWN_KEPT = 64;
+/** The verifications a scope's pool keeps (its last ones). */
+const POOL_KEPT = 4096;
+
+/**
+ * The semantic layer, behind the exact one: a deterministic request whose last user turn means
+ * what a cached one meant, everything else equal (the semantic key), is answered with that
+ * answer while its entry allows it and the estimated error of such hits is at most δ
+ * (verification.ts; `vcache: true`). Every fresh answer that has a cached neighbour is compared
+ * with it and the outcome kept, shared through the store: by the entry always, and by the scope's
+ * pool when the entry would have served (a would-be hit held back); a fresh answer unlike its neighbour's, or with none,
+ * becomes an entry (its answer is the exact cache's). `x-service-bypass-cache` skips it; ZDR may
+ * read and writes nothing (no vector, no verification).
+ */
+export function semanticCache(store: Store, embedder: Embedder, options: SemanticCacheOptions): Stage {
+  const random = options.random ?? Math.random;
+  return async function semanticCache(ctx, next) {
+    if (ctx.flags.bypassCache || !deterministic(ctx.generation)) return next(ctx);
+    const semantic = await semanticKeyOf(ctx, options.scope);
+    if (!semantic) return next(ctx);
+    const vector = await embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
+      // A cache that cannot look is a miss, never a failed request: the exact layer still ran.
+      ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
+      return undefined;
+    });
+    if (!vector) return next(ctx);
+    const nearest = nearestOf(vector, await store.semanticEntries(semantic.key));
+    const pool = `pool:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
+    const own = nearest && `${semantic.key}:${nearest.entry.id}`;
+
+    let neighbour: CachedAnswer | undefined;
+    let wouldHit = false;
+    if (nearest && own) {
+      const raw = await store.cacheGet(nearest.entry.answerKey);
+      neighbour = raw === undefined ? undefined : (JSON.parse(raw) as CachedAnswer);
+      if (neighbour) {
+        const [ownSeen, poolSeen] = await store.observations([own, pool]);
+        wouldHit = entryAllows(ownSeen!, nearest.s);
+        if (wouldHit && estimatedError(poolSeen!, nearest.s) <= options.maxError && random() >= options.verifyShare) {
+          return { events: replayEvents(neighbour.folded), precontext: neighbour.precontext, cached: true };
+        }
+      }
+    }
+
+    const answer = await next(ctx);
+    if (ctx.flags.zdr) return answer;
+    const learn = async (fresh: FoldedGeneration) => {
+      const ttl = options.ttlSeconds;
+      if (neighbour && nearest && own) {
+        const observation = { s: nearest.s, ok: sameAnswer(fresh, neighbour.folded) };
+        await Promise.all([
+          store.observe(own, observation, OWN_KEPT, ttl),
+          ...(wouldHit ? [store.observe(pool, observation, POOL_KEPT, ttl)] : []),
+        ]);
+        if (observation.ok) return; // the neighbour stands for this prompt too, and has learned from it
+      }
+      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(vector), answerKey: await cacheKeyOf(ctx, options.scope) };
+      await store.semanticAdd(semantic.key, entry, MAX_ENTRIES, ttl);
+    };
+    return { ...answer, events: whenVerified(answer, ctx, learn) };
+  };
+}
+
+/** Only answers that are the same every time can be compared by equality. */
+const deterministic = (generation: GenerationRequest) => generation.temperature === 0 || generation.seed !== undefined;
+
+function nearestOf(vector: Float32Array, entries: SemanticEntry[]): { entry: SemanticEntry; s: number } | undefined {
+  let best: { entry: SemanticEntry; s: number } | undefined;
+  for (const entry of entries) {
+    const s = similarity(vector, decodeVector(entry.vector));
+    if (!best || s > best.s) best = { entry, s };
+  }
+  return best;
+}
+
+/** Passes the events on; at `done`, before passing it, learns from the whole answer if it verifies. */
+async function* whenVerified(answer: Completion, ctx: RequestContext, learn: (fresh: FoldedGeneration) => Promise<void>): AsyncGenerator<GenerationEvent> {
+  const fold = new EventFold();
+  for await (const event of answer.events) {
+    const folded = fold.add(event);
+    if (folded && !answer.blocked && verified(folded, ctx)) {
+      // A store that fails costs what would have been learned, never the answer.
+      learn(folded).catch((err: unknown) => ctx.log.warn(`semantic cache store failed: ${(err as Error).message}`));
+    }
+    yield event;
+  }
+}
+
