@@ -12,6 +12,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { journalPathOf } from './balance-journal.ts';
 import { createEmbeddedStore } from './embedded-store.ts';
+import { StoreUnavailableError } from './errors.ts';
 import type { KeyRecord, Store } from './store.ts';
 
 /** Only to catch a hang; nothing here measures time. */
@@ -170,6 +171,22 @@ describe('the balance journal of the embedded store', () => {
     assert.deepEqual(await restarted.reserveCredits(id, 3), { ok: true });
     assert.equal(await restarted.credits(id), 87);
     assert.equal(await open(file).credits(id), 87, 'the next record was not glued to the torn bytes');
+  });
+
+  it('refuses to change a balance over a damaged journal, says so once, and keeps what it read', HANG, async () => {
+    const file = newFile();
+    const id = await meteredKey(file, 100);
+    const warnings: string[] = [];
+    const store = createEmbeddedStore({ file, cacheMaxEntries: 0, log: { warn: (m: string) => void warnings.push(m) } });
+    assert.deepEqual(await store.reserveCredits(id, 10), { ok: true });
+    appendFileSync(journalPathOf(file), 'not a record\n');
+    assert.equal(await store.credits(id), 90);
+    await assert.rejects(store.reserveCredits(id, 1),
+      (err: unknown) => err instanceof StoreUnavailableError && err.code === 'keys_journal_invalid');
+    await assert.rejects(store.addCredits(id, 1), StoreUnavailableError);
+    assert.equal(await store.credits(id), 90);
+    assert.equal(warnings.length, 1, warnings.join('\n'));
+    assert.match(warnings[0]!, /balance journal .* is damaged/);
   });
 
   it('applies a journal once when a fold was cut between the keys file and the journal', HANG, async () => {
