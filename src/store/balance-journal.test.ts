@@ -12,7 +12,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { journalPathOf } from './balance-journal.ts';
 import { createEmbeddedStore } from './embedded-store.ts';
-import { StoreUnavailableError } from './errors.ts';
+import { StoreUnavailableError } from '../errors/store-errors.ts';
 import type { KeyRecord, Store } from './store.ts';
 
 /** Only to catch a hang; nothing here measures time. */
