@@ -59,6 +59,40 @@ describe('the balance journal of the embedded store', () => {
     assert.equal(await open(file).credits(id), 1_000 - charged, 'a fresh store reads the file and its journal');
   });
 
+  it('keeps exact balances when the same process reads while its own batch is being written', HANG, async () => {
+    const file = newFile();
+    const id = await meteredKey(file, 100_000);
+    const store = open(file);
+    let done = false;
+    let charged = 0;
+    let inFlight = 0;
+    const seen: string[] = [];
+    // Reads between every turn of the event loop, so some land while a batch's line is written;
+    // each must lie between what the finished requests charged and that minus the most the
+    // requests in flight can hold.
+    const reader = (async () => {
+      while (!done) {
+        const balance = (await store.credits(id)) as number;
+        const [low, high] = [100_000 - charged - 10 * inFlight, 100_000 - charged];
+        if (balance < low || balance > high) seen.push(`${balance} outside [${low}, ${high}]`);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    await Promise.all(Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; i < 40; i++) {
+        inFlight += 1;
+        await request(store, id, 10, (w + i) % 10);
+        charged += (w + i) % 10;
+        inFlight -= 1;
+      }
+    }));
+    done = true;
+    await reader;
+    assert.deepEqual(seen, [], 'every read was a balance that was or could have been');
+    assert.equal(await open(file).credits(id), 100_000 - charged, 'on disk');
+    assert.equal(await store.credits(id), 100_000 - charged, 'in the memory of the process that wrote it');
+  });
+
   it('loses no acknowledged credit and applies none twice across a kill -9 under load', HANG, async () => {
     const file = newFile();
     const start = 1_000_000;

@@ -77,6 +77,8 @@ export class SharedKeysFile {
   private readonly mutex = new Mutex();
   private pending: Pending[] = [];
   private flushQueued = false;
+  /** True while this process holds the file lock: its memory is then the newest state. */
+  private holding = false;
 
   constructor(
     readonly file: string,
@@ -90,6 +92,9 @@ export class SharedKeysFile {
 
   /** The entries as of now; while the file cannot be read as keys, the last ones that could. */
   current(): readonly KeyEntry[] {
+    // While this process holds the lock nobody else writes, and its own batch may be half on
+    // disk: a read of the files then would count that batch twice, or not at all.
+    if (this.holding) return this.entries;
     try {
       this.refresh(false);
     } catch (err) {
@@ -146,7 +151,14 @@ export class SharedKeysFile {
   private locked<T>(section: () => Promise<T>): Promise<T> {
     const run = async () => {
       await this.createFolder();
-      return withFileLock(`${this.file}.lock`, section, { ...this.lockOptions, log: this.log });
+      return withFileLock(`${this.file}.lock`, async () => {
+        this.holding = true;
+        try {
+          return await section();
+        } finally {
+          this.holding = false;
+        }
+      }, { ...this.lockOptions, log: this.log });
     };
     return this.mutex.run(run).catch((err: unknown) => {
       // A file system that refuses (permissions, a full disk) is an outage to the caller, as a
