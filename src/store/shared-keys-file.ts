@@ -367,14 +367,16 @@ export class SharedKeysFile {
         parsed = parseJournal(bytes, from);
       } catch (err) {
         if (!(err instanceof JournalFormatError)) throw err;
+        // Only said under the lock: outside it, another process's fold may have put a new journal
+        // on a reused inode between the two reads, which the next read corrects by itself.
+        if (!exact) return;
         const problem = `The balance journal ${this.journalFile} is damaged (${err.message}); balances `
           + 'cannot change until it is fixed (the keys file holds the balances before it).';
         if (`${id}:${from}` !== this.reportedJournal) {
           this.reportedJournal = `${id}:${from}`;
           this.log.warn(problem);
         }
-        if (exact) throw new StoreUnavailableError(problem, 'keys_journal_invalid');
-        return;
+        throw new StoreUnavailableError(problem, 'keys_journal_invalid');
       }
       if (known) {
         if (!known.stale) this.apply(parsed.records);
