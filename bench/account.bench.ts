@@ -12,6 +12,13 @@ import { createInterface } from 'node:readline';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+/**
+ * On a machine loaded by other work one run of each row is noise: BENCH_ROUNDS runs the rows
+ * round-robin that many times and reports each row's median round, so rows compared were
+ * measured under the same load. BENCH_MODES (comma-separated) picks rows; bare is always first.
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const ONLY = process.env.BENCH_MODES?.split(',').filter((m) => m !== '');
 const BODY = JSON.stringify({ model: 'service', max_tokens: 16, messages: [{ role: 'user', content: 'hello there' }] });
 
 type Mode = 'bare' | 'hit-embedded' | 'hit-redis' | 'upstream-free-embedded' | 'upstream-quota-embedded' | 'upstream-free-redis' | 'upstream-quota-redis';
@@ -83,11 +90,16 @@ async function load(mode: Mode): Promise<Row> {
 async function main(): Promise<void> {
   const modes: Mode[] = ['bare', 'hit-embedded', 'upstream-free-embedded', 'upstream-quota-embedded'];
   if (process.env.REDIS_URL) modes.push('hit-redis', 'upstream-free-redis', 'upstream-quota-redis');
-  const rows: Row[] = [];
-  for (const mode of modes) rows.push(await load(mode));
+  const chosen = ONLY ? modes.filter((m) => m === 'bare' || ONLY.includes(m)) : modes;
+  const rounds = new Map<Mode, Row[]>(chosen.map((m) => [m, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const mode of chosen) rounds.get(mode)!.push(await load(mode));
+  }
+  const median = (runs: Row[]) => [...runs].sort((a, b) => a.rps - b.rps)[Math.floor((runs.length - 1) / 2)]!;
+  const rows = chosen.map((m) => median(rounds.get(m)!));
   const bare = rows[0]!;
   const byMode = new Map(rows.map((r) => [r.mode, r]));
-  console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each, JSON answers\n`);
+  console.log(`\n${CONNECTIONS} connections, ${SECONDS} s each, JSON answers, median of ${ROUNDS} round(s)\n`);
   console.log('| server | req/s | ratio to bare | p50 ms | p99 ms | added p50 / p99 ms vs bare | errors |\n|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(`| ${r.mode} | ${r.rps} | ${(r.rps / bare.rps).toFixed(3)} | ${r.p50Ms} | ${r.p99Ms} | ${(r.p50Ms - bare.p50Ms).toFixed(2)} / ${(r.p99Ms - bare.p99Ms).toFixed(2)} | ${r.errors} |`);
@@ -95,7 +107,12 @@ async function main(): Promise<void> {
   for (const store of ['embedded', 'redis'] as const) {
     const free = byMode.get(`upstream-free-${store}`);
     const metered = byMode.get(`upstream-quota-${store}`);
-    if (free && metered) console.log(`quota stage (${store}): req/s with credits and limits / without = ${(metered.rps / free.rps).toFixed(3)}, added p50 ${(metered.p50Ms - free.p50Ms).toFixed(2)} ms`);
+    if (!free || !metered) continue;
+    console.log(`quota stage (${store}): req/s with credits and limits / without = ${(metered.rps / free.rps).toFixed(3)}, added p50 ${(metered.p50Ms - free.p50Ms).toFixed(2)} ms`);
+    // Per round too: the two rows of one round ran seconds apart, under the most similar load.
+    const frees = rounds.get(`upstream-free-${store}`)!;
+    const paired = rounds.get(`upstream-quota-${store}`)!.map((m, i) => m.rps / frees[i]!.rps);
+    if (paired.length > 1) console.log(`  per round: ${paired.map((r) => r.toFixed(3)).join(', ')}`);
   }
   writeFileSync('bench/results/account.json', `${JSON.stringify({ when: new Date().toISOString(), connections: CONNECTIONS, seconds: SECONDS, rows }, null, 2)}\n`);
 }

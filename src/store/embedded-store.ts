@@ -1,6 +1,7 @@
 // The single-machine backend, nothing to install: keys, balances and per-key limits in the keys
-// file (shared with the CLI through SharedKeysFile), rate counters and cache entries in this
-// process's memory (a restart forgets them, which only ever errs towards admitting).
+// file and its balance journal (shared with the CLI through SharedKeysFile), rate counters and
+// cache entries in this process's memory (a restart forgets them, which only ever errs towards
+// admitting).
 import { stat } from 'node:fs/promises';
 import { checkAmount, checkCredits, checkLimit, checkRate, checkRecord, checkTtl } from './arguments.ts';
 import { DuplicateKeyError } from './errors.ts';
@@ -28,11 +29,13 @@ export interface EmbeddedStoreOptions {
   /** The cache's clock (tests pass a fake one); rate limits take the caller's clock per call. */
   now?: () => number;
   lock?: Omit<FileLockOptions, 'log'>;
+  /** Past this many bytes the balance journal is folded into the keys file (tests fold often). */
+  journalFoldBytes?: number;
 }
 
 export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
   const { file, cacheMaxEntries, cacheMaxBytes, cacheMaxEntryBytes, log = console, now = Date.now } = options;
-  const keys = new SharedKeysFile(file, log, options.lock);
+  const keys = new SharedKeysFile(file, log, options.lock, options.journalFoldBytes);
   const counters = new RateCounters();
   const cache = new TtlLruCache({ maxEntries: cacheMaxEntries, maxBytes: cacheMaxBytes, maxEntryBytes: cacheMaxEntryBytes }, now);
   // The semantic layer's state, bounded like the answers but not by CACHE_MAX_ENTRY_BYTES: its
@@ -95,13 +98,12 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
 
     async addCredits(id, amount) {
       checkCredits(amount, 'amount');
-      return keys.update((entries) => {
-        const entry = byId(entries, id);
-        if (!entry || entry.credits === null) return { write: false, result: undefined };
+      // A journaled change (a settlement, a top-up): one line, not a rewrite of the keys file.
+      return keys.adjust(id, (entry) => {
+        if (!entry || entry.credits === null) return { delta: 0, result: undefined };
         const balance = entry.credits + amount;
         checkCredits(balance, 'the resulting balance');
-        entry.credits = balance;
-        return { write: true, result: balance };
+        return { delta: amount, result: balance };
       });
     },
 
@@ -114,14 +116,12 @@ export function createEmbeddedStore(options: EmbeddedStoreOptions): Store {
       // Unlimited keys take nothing, so they need no lock and no write: the common case stays a
       // memory read, and keeps working while the file is being fixed by hand.
       if (byId(keys.current(), id)?.credits === null) return { ok: true };
-      return keys.update<Reservation>((entries) => {
-        const entry = byId(entries, id);
+      return keys.adjust<Reservation>(id, (entry) => {
         // No such key has nothing to spend (the interface has no third answer).
-        if (!entry) return { write: false, result: { ok: false, balance: 0 } };
-        if (entry.credits === null) return { write: false, result: { ok: true } };
-        if (entry.credits < amount) return { write: false, result: { ok: false, balance: entry.credits } };
-        entry.credits -= amount;
-        return { write: amount > 0, result: { ok: true } };
+        if (!entry) return { delta: 0, result: { ok: false, balance: 0 } };
+        if (entry.credits === null) return { delta: 0, result: { ok: true } };
+        if (entry.credits < amount) return { delta: 0, result: { ok: false, balance: entry.credits } };
+        return { delta: -amount, result: { ok: true } };
       });
     },
 
