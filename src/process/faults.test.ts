@@ -95,7 +95,10 @@ describe('a fault in the running service', { timeout: 180_000 }, () => {
       child.stdout!.on('data', (c) => (stdout += c));
       const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
       try {
-        while (!/Chat completion service on/.test(stdout)) await new Promise((r) => setTimeout(r, 50));
+        while (!/Chat completion service on/.test(stdout)) {
+          assert.equal(child.exitCode, null, `the service ended before it was ready:\n${stdout}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
         const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
           method: 'POST',
           headers: { Authorization: 'Bearer sk-fault', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
