@@ -11,6 +11,8 @@ import { Metrics } from '../http/metrics.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
 import { createSearxngProvider } from '../tasks/web-search/search-provider.ts';
 import { createWebSearchTask } from '../tasks/web-search/web-search-task.ts';
+import type { Apertium } from '../tasks/translate/apertium.ts';
+import { createTranslateTask } from '../tasks/translate/translate-task.ts';
 import { startFakeUpstream } from '../testing/fake-upstream.ts';
 import type { Task } from '../tasks/task.ts';
 import { dataUrl } from '../testing/fixtures.ts';
@@ -218,6 +220,46 @@ describe('a client that leaves pays the work sent for it', () => {
     } finally {
       await server.close();
       await searxng.close();
+    }
+  });
+});
+
+describe('a client that leaves pays the translation it started', () => {
+  it('charges the characters sent to the translator when the client left before the answer', async () => {
+    // A translator double: the text is in its hands (apertium runs it to the end whoever waits),
+    // and it answers only after the client has gone.
+    let started!: () => void;
+    const inHand = new Promise<void>((resolve) => (started = resolve));
+    let finish!: (text: string) => void;
+    const apertium = {
+      route: async () => ({ modes: ['en-es'] }),
+      supportedPairs: async () => new Map([['en', 'es']]),
+      translate: (text: string) => new Promise<string>((resolve) => { finish = resolve; started(); void text; }),
+    } as unknown as Apertium;
+    const metrics = new Metrics();
+    const server = await startTestServer({
+      metrics,
+      quota: { prices: { ...prices, units: { translated_kchars: 7 } }, defaults: { rpm: null, tpm: null } },
+      tasks: new TaskRegistry([createTranslateTask(apertium)]),
+    });
+    try {
+      const { key, record } = await server.keys.create('translator', { credits: 1000 });
+      const client = new AbortController();
+      const pending = fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', signal: client.signal,
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ model: 'service', messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'good morning '.repeat(200) }] }),
+      });
+      await inHand;
+      client.abort();
+      await pending.catch(() => {});
+      finish('buenos días');
+      const open = async () => (await metrics.registry.getSingleMetric('service_requests_open')!.get()).values[0]?.value ?? 0;
+      while ((await open()) > 0) await new Promise((r) => setTimeout(r, 20));
+      // 2,600 characters: 3 started thousands at 7 credits each.
+      assert.equal(await server.store.credits(record.id), 1000 - 21, 'the translation under way is paid');
+    } finally {
+      await server.close();
     }
   });
 });
