@@ -16,7 +16,7 @@ import { createTranslateTask } from '../tasks/translate/translate-task.ts';
 import { startFakeUpstream } from '../testing/fake-upstream.ts';
 import type { Task } from '../tasks/task.ts';
 import { dataUrl } from '../testing/fixtures.ts';
-import { hello, postCompletion, startTestServer } from '../testing/test-server.ts';
+import { hello, postCompletion, startTestServer, type TestServer } from '../testing/test-server.ts';
 
 // Issue 22: every unit of work is paid for, and `usage` says what was done.
 
@@ -186,6 +186,26 @@ describe('what was generated is paid, and only that', () => {
   });
 });
 
+/**
+ * Sends `messages` with `key`, leaves once `begun` resolves (the work is under way), and waits until
+ * the request has wholly ended (settled); the test's timeout is the hang detector.
+ */
+async function leaveOnceBegun(server: TestServer, metrics: Metrics, key: string, messages: object[], begun: Promise<void>) {
+  const client = new AbortController();
+  const pending = fetch(`${server.baseUrl}/chat/completions`, {
+    method: 'POST', signal: client.signal,
+    headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'service', messages }),
+  });
+  await begun;
+  client.abort();
+  await pending.catch(() => {});
+  return async function settled() {
+    const open = async () => (await metrics.registry.getSingleMetric('service_requests_open')!.get()).values[0]?.value ?? 0;
+    while ((await open()) > 0) await new Promise((r) => setTimeout(r, 20));
+  };
+}
+
 describe('a client that leaves pays the work sent for it', () => {
   it('charges a web search whose client left while the provider was answering', async () => {
     // A SearXNG double that has received the search (the provider's call is made, and billed
@@ -204,18 +224,8 @@ describe('a client that leaves pays the work sent for it', () => {
     });
     try {
       const { key, record } = await server.keys.create('searcher', { credits: 1000 });
-      const client = new AbortController();
-      const pending = fetch(`${server.baseUrl}/chat/completions`, {
-        method: 'POST', signal: client.signal,
-        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ model: 'service', messages: [{ role: 'system', content: '<task>web_search</task>' }, { role: 'user', content: 'the weather' }] }),
-      });
-      await received;
-      client.abort();
-      await pending.catch(() => {});
-      // Until the request has wholly ended (settled); the test's timeout is the hang detector.
-      const open = async () => (await metrics.registry.getSingleMetric('service_requests_open')!.get()).values[0]?.value ?? 0;
-      while ((await open()) > 0) await new Promise((r) => setTimeout(r, 20));
+      const settled = await leaveOnceBegun(server, metrics, key, [{ role: 'system', content: '<task>web_search</task>' }, { role: 'user', content: 'the weather' }], received);
+      await settled();
       assert.equal(await server.store.credits(record.id), 1000 - 5, 'the search sent to the provider is paid');
     } finally {
       await server.close();
@@ -244,18 +254,9 @@ describe('a client that leaves pays the translation it started', () => {
     });
     try {
       const { key, record } = await server.keys.create('translator', { credits: 1000 });
-      const client = new AbortController();
-      const pending = fetch(`${server.baseUrl}/chat/completions`, {
-        method: 'POST', signal: client.signal,
-        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ model: 'service', messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'good morning '.repeat(200) }] }),
-      });
-      await inHand;
-      client.abort();
-      await pending.catch(() => {});
+      const settled = await leaveOnceBegun(server, metrics, key, [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'good morning '.repeat(200) }], inHand);
       finish('buenos días');
-      const open = async () => (await metrics.registry.getSingleMetric('service_requests_open')!.get()).values[0]?.value ?? 0;
-      while ((await open()) > 0) await new Promise((r) => setTimeout(r, 20));
+      await settled();
       // 2,600 characters: 3 started thousands at 7 credits each.
       assert.equal(await server.store.credits(record.id), 1000 - 21, 'the translation under way is paid');
     } finally {
