@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type CacheScope, cacheKeyOf, semanticKeyOf } from '../cache-key.ts';
 import type { GenerationEvent, GenerationRequest } from '../../engines/engine.ts';
 import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
@@ -6,6 +6,7 @@ import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 import { decodeVector, type Embedder, encodeVector, similarity } from '../semantic/embedder.ts';
+import { fixedTerms } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
 import { type CachedAnswer, verified } from './verified-cache.ts';
@@ -42,8 +43,12 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
   const random = options.random ?? Math.random;
   return async function semanticCache(ctx, next) {
     if (ctx.flags.bypassCache || !deterministic(ctx.generation)) return next(ctx);
-    const semantic = await semanticKeyOf(ctx, options.scope);
-    if (!semantic) return next(ctx);
+    const found = await semanticKeyOf(ctx, options.scope);
+    if (!found) return next(ctx);
+    // The candidate filter, before any similarity: only texts with the same fixed terms (numbers,
+    // units, names, extremes, operators, negations) share a key, so a near miss that changes one is
+    // never compared, however near its vector (candidate-filter.ts).
+    const semantic = { ...found, key: createHash('sha256').update(`${found.key}\n${fixedTerms(found.text)}`).digest('hex') };
     const vector = await embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
       // A cache that cannot look is a miss, never a failed request: the exact layer still ran.
       ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
