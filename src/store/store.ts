@@ -109,4 +109,6 @@ export interface SemanticEntry {
 export interface Observation {
   s: number;
   ok: boolean;
+  /** In a scope's pool: the entry compared, so its own estimate counts it once. */
+  entry?: string;
 }

@@ -60,13 +60,14 @@ async function start(maxError: number, random: () => number = () => 1, shared?: 
   return { server, counting, writes, json };
 }
 
-// δ = 0.5 lets an empty pool count: (0 wrong + 1) / (0 seen + 2) = 0.5; the entry's own rules still apply.
+// δ = 0.4: nothing verified estimates (0 wrong + 1) / (0 seen + 2) = 0.5, above it; one right
+// verification in the band, 1 / 3, is under it.
 describe('the semantic cache', () => {
   let s: Awaited<ReturnType<typeof start>>;
-  before(async () => (s = await start(0.5)));
+  before(async () => (s = await start(0.4)));
   after(() => s.server.close());
 
-  it('serves no paraphrase from an entry never verified (cold start), then a hit once the entry has learned', async () => {
+  it('serves no paraphrase while nothing was verified (cold start), then a hit once the entry has learned', async () => {
     await s.json(ask('a'));
     const cold = await s.json(ask('p1'));
     assert.equal(cold.vcache, false, 'a cold entry answered');
@@ -115,8 +116,8 @@ describe('the semantic cache', () => {
 
 describe('the semantic cache under its bound', () => {
   it('serves no hit at a similarity where the entry was seen wrong', async () => {
-    // The draws: N's would-be hit is verified (0 < the share), then P2's would be served (1).
-    const draws = [0, 1];
+    // The draws: p1's and n's would-be hits are verified (0 < the share), then p2's would be served (1).
+    const draws = [0, 0, 1];
     const s = await start(0.5, () => draws.shift() ?? 1);
     try {
       await s.json(ask('a'));
@@ -136,6 +137,20 @@ describe('the semantic cache under its bound', () => {
       const generated = s.counting.produced();
       assert.equal((await s.json(ask('p2', { seed: 1 }))).vcache, false);
       assert.equal(s.counting.produced(), generated + 1);
+    } finally {
+      await s.server.close();
+    }
+  });
+
+  it('serves a new entry\'s first paraphrase once the scope\'s pool holds enough clean verifications of other entries (δ = 0.02)', async () => {
+    const s = await start(0.02);
+    try {
+      // 60 entries (one per seed: another semantic key), each verified once right at 0.90 by its paraphrase.
+      for (let seed = 0; seed < 60; seed++) for (const q of ['a', 'p1']) await s.json(ask(q, { seed }));
+      await s.json(ask('a', { seed: 100 }));
+      const hit = await s.json(ask('p2', { seed: 100 }));
+      assert.equal(hit.vcache, true, 'a new entry waited for verifications of its own');
+      assert.equal(hit.choices[0]?.message.content, 'Paris');
     } finally {
       await s.server.close();
     }
@@ -191,7 +206,7 @@ describe('the semantic cache on Redis', { skip: REDIS_URL ? false : 'REDIS_URL i
   it('shares what one instance learned with another: stored on one, verified on the other, served by the first', async () => {
     const keyPrefix = `semantic-test:${randomBytes(6).toString('hex')}:`;
     const stores = [createRedisStore({ url: REDIS_URL!, keyPrefix }), createRedisStore({ url: REDIS_URL!, keyPrefix })];
-    const [one, two] = [await start(0.5, () => 1, stores[0]), await start(0.5, () => 1, stores[1])];
+    const [one, two] = [await start(0.4, () => 1, stores[0]), await start(0.4, () => 1, stores[1])];
     try {
       await one.json(ask('a'));
       assert.equal((await two.json(ask('p1'))).vcache, false, 'a cold entry answered');

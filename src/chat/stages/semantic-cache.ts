@@ -32,10 +32,10 @@ const POOL_KEPT = 4096;
 /**
  * The semantic layer, behind the exact one: a deterministic request whose last user turn means
  * what a cached one meant, everything else equal (the semantic key), is answered with that
- * answer while its entry allows it and the estimated error of such hits is at most δ
+ * answer while its entry allows it and the estimated error of its answer there is at most δ
  * (verification.ts; `vcache: true`). Every fresh answer that has a cached neighbour is compared
- * with it and the outcome kept, shared through the store: by the entry always, and by the scope's
- * pool when the entry would have served (a would-be hit held back); a fresh answer unlike its neighbour's, or with none,
+ * with it and the outcome kept, shared through the store: by the entry, and by the scope's pool
+ * (the prior of every entry's estimate); a fresh answer unlike its neighbour's, or with none,
  * becomes an entry (its answer is the exact cache's). `x-service-bypass-cache` skips it; ZDR may
  * read and writes nothing (no vector, no verification).
  */
@@ -60,14 +60,13 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
 
     let neighbour: CachedAnswer | undefined;
-    let wouldHit = false;
     if (nearest && own) {
       const raw = await store.cacheGet(nearest.entry.answerKey);
       neighbour = raw === undefined ? undefined : (JSON.parse(raw) as CachedAnswer);
       if (neighbour) {
         const [ownSeen, poolSeen] = await store.observations([own, pool]);
-        wouldHit = entryAllows(ownSeen!, nearest.s);
-        if (wouldHit && estimatedError(poolSeen!, nearest.s) <= options.maxError && random() >= options.verifyShare) {
+        const allowed = entryAllows(ownSeen!, nearest.s) && estimatedError(ownSeen!, poolSeen!, nearest.s, nearest.entry.id) <= options.maxError;
+        if (allowed && random() >= options.verifyShare) {
           return { events: replayEvents(neighbour.folded), precontext: neighbour.precontext, cached: true };
         }
       }
@@ -81,7 +80,7 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
         const observation = { s: nearest.s, ok: sameAnswer(fresh, neighbour.folded) };
         await Promise.all([
           store.observe(own, observation, OWN_KEPT, ttl),
-          ...(wouldHit ? [store.observe(pool, observation, POOL_KEPT, ttl)] : []),
+          store.observe(pool, { ...observation, entry: nearest.entry.id }, POOL_KEPT, ttl),
         ]);
         if (observation.ok) return; // the neighbour stands for this prompt too, and has learned from it
       }
