@@ -103,6 +103,8 @@ export interface SemanticEntry {
   /** The embedding, Float32 little-endian, base64. */
   vector: string;
   answerKey: string;
+  /** The prompt's words as short hashes (candidate-filter.ts), for the one-word-apart rule. */
+  words?: string[];
 }
 
 /** One verification: at similarity `s`, the cached answer was (`ok`) or was not the fresh one. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixedTerms } from './candidate-filter.ts';
+import { fixedTerms, oneWordApart, wordPrints } from './candidate-filter.ts';
 
 const same = (a: string, b: string) => fixedTerms(a) === fixedTerms(b);
 
@@ -30,5 +30,22 @@ describe('the semantic cache\'s candidate filter', () => {
       ['Who wrote Romeo and Juliet?', 'Romeo and Juliet was written by whom?'],
     ];
     for (const [a, b] of pairs) assert.equal(same(a, b), true, `"${a}" and "${b}" are kept apart: ${fixedTerms(a)} / ${fixedTerms(b)}`);
+  });
+});
+
+describe('the one-word-apart rule', () => {
+  const apart = (a: string, b: string) => oneWordApart(wordPrints(a), wordPrints(b));
+
+  it('holds apart questions that swap one word, and lets articles and synonyms of an extreme pass', () => {
+    assert.equal(apart('Is a whale a mammal?', 'Is a shark a mammal?'), true);
+    assert.equal(apart('Does hot air rise?', 'Does cold air rise?'), true);
+    assert.equal(apart('What is the capital of Japan?', 'What is the currency of Japan?'), true);
+    assert.equal(apart('Is a whale a mammal?', 'Is the whale a mammal?'), false, 'an article counted');
+    assert.equal(apart('Which ocean is the largest?', 'Which ocean is the biggest?'), false, 'a synonym counted');
+    assert.equal(apart('How many minutes are in an hour?', 'How many minutes make an hour?'), false, 'a rewording counted');
+  });
+
+  it('keeps no word in the clear', () => {
+    assert.equal(wordPrints('Is a whale a mammal?').some((print) => /whale|mammal/.test(print)), false);
   });
 });

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * The semantic cache's candidate filter, applied before any similarity: two last turns can be
  * compared only when they carry the same *fixed terms*, the words a paraphrase keeps and a near
@@ -17,7 +19,7 @@
  * is a miss, never a wrong hit. What it does not separate ("round" / "flat") is left to the bound.
  */
 export function fixedTerms(text: string): string {
-  const words = text.replace(/[’‘]/g, "'").split(/[^\p{L}\p{N}'.]+/u).map((w) => w.replace(/^'+|[.']+$/g, '')).filter((w) => w !== '');
+  const words = wordsIn(text);
   const numbers: string[] = [];
   const units: string[] = [];
   const names: string[] = [];
@@ -38,6 +40,29 @@ export function fixedTerms(text: string): string {
 }
 
 // "one" is left out: "one hour" and "an hour" are the same question, and "a" cannot count as 1.
+const wordsIn = (text: string) => text.replace(/[’‘]/g, "'").split(/[^\p{L}\p{N}'.]+/u).map((w) => w.replace(/^'+|[.']+$/g, '')).filter((w) => w !== '');
+
+/**
+ * The second rule, between a prompt and one cached entry: two prompts *one word apart* — the same
+ * words in the same order but one, articles left out and synonyms above read as one — are a near
+ * miss ("Is a whale a mammal?" / "Is a shark a mammal?", "Does hot air rise?" / "Does cold air
+ * rise?", "capital of Japan" / "currency of Japan"), never compared. A paraphrase rewords more than
+ * one word, or swaps words this file reads as one. Entries keep these words as short hashes
+ * (`wordPrints`), so the store holds no prompt text.
+ */
+export function wordPrints(text: string): string[] {
+  return wordsIn(text).map((word) => {
+    const lower = word.toLowerCase().replace(/'s$/, '');
+    return numberOf(lower) ?? MARKS[lower] ?? unitOf(lower) ?? lower;
+  }).filter((w) => !ARTICLES.has(w)).map((w) => createHash('sha256').update(w).digest('base64url').slice(0, 8));
+}
+
+export function oneWordApart(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.filter((w, i) => w !== b[i]).length === 1;
+}
+
+const ARTICLES = new Set(['a', 'an', 'the']);
+
 const NUMBER_WORDS = ['zero', '', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen', 'eighteen', 'nineteen', 'twenty'];
 
 function numberOf(word: string): string | undefined {

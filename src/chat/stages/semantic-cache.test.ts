@@ -174,15 +174,30 @@ describe('the semantic cache\'s candidate filter', () => {
   // verified paraphrases (0.90 to 0.94), as MiniLM puts them; only the filter (another name, another
   // number) keeps it from the entry.
   const france = ["Which city is France's capital?", 'Name the capital city of France.', "France's capital is which city?", 'Tell me the capital of France.', 'Which city is the capital of France?'];
+  const whale = ['Are whales mammals?', 'Is the whale a mammal?', 'Would you call a whale a mammal?', 'Is a whale a kind of mammal?', 'Whales: are they mammals?'];
   const seven = ['Is seven a prime number?', 'Is 7 prime?', 'Would 7 be a prime number?', 'Is the number 7 a prime?', 'Tell me if 7 is a prime number.'];
   const questions = new Map<string, [number, string]>([
     ['What is the capital of France?', [0, 'Paris']], ['What is the capital of Germany?', [-Math.acos(0.96), 'Berlin']],
     ['Is 7 a prime number?', [Math.PI, 'yes']], ['Is 9 a prime number?', [Math.PI - Math.acos(0.96), 'no']],
     ...france.map((q, i): [string, [number, string]] => [q, [Math.acos(0.9 + i / 100), 'Paris']]),
     ...seven.map((q, i): [string, [number, string]] => [q, [Math.PI + Math.acos(0.9 + i / 100), 'yes']]),
+    ['Is a whale a mammal?', [-Math.PI / 2, 'yes']], ['Is a shark a mammal?', [-Math.PI / 2 - Math.acos(0.96), 'no']],
+    ...whale.map((q, i): [string, [number, string]] => [q, [-Math.PI / 2 + Math.acos(0.9 + i / 100), 'yes']]),
   ]);
   const onCircle: Embedder = { async embed(text) { const v = new Float32Array(384); const a = questions.get(text)?.[0] ?? Math.PI / 2; v[0] = Math.cos(a); v[1] = Math.sin(a); return v; } };
   const script: Script = (request) => [{ type: 'content', text: questions.get(String(request.messages.at(-1)?.content))?.[1] ?? 'unknown' }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } }];
+
+  it('never answers a question one word apart from a cached one (shark for whale), after many verified paraphrases', async () => {
+    const s = await start(0.5, () => 1, undefined, onCircle, script);
+    try {
+      let served = 0;
+      for (const q of ['Is a whale a mammal?', ...whale]) served += (await s.json(ask(q))).vcache ? 1 : 0;
+      assert.ok(served > 0, 'no paraphrase was served: the test proves nothing');
+      assert.equal((await s.json(ask('Is a shark a mammal?'))).choices[0]?.message.content, 'no', 'the shark answered as the whale');
+    } finally {
+      await s.server.close();
+    }
+  });
 
   it('never answers "capital of Germany" from "capital of France", nor "9" from "7", after many verified paraphrases', async () => {
     const s = await start(0.5, () => 1, undefined, onCircle, script);
