@@ -194,7 +194,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     observe: (list, observation, maxKept, ttlSeconds) => call(async () => {
       checkTtl(ttlSeconds);
       const key = k.observations(list);
-      await client.multi().rpush(key, `${observation.s},${observation.ok ? 1 : 0}`).ltrim(key, -maxKept, -1)
+      await client.multi().rpush(key, `${observation.s},${observation.ok ? 1 : 0}${observation.entry ? `,${observation.entry}` : ''}`).ltrim(key, -maxKept, -1)
         .pexpire(key, Math.max(1, Math.round(ttlSeconds * 1000))).exec();
     }),
 
@@ -205,8 +205,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       return replies.map(([err, items]) => {
         if (err) throw err;
         return (items as string[]).map((item) => {
-          const [s, ok] = item.split(',');
-          return { s: Number(s), ok: ok === '1' };
+          const [s, ok, entry] = item.split(',');
+          return { s: Number(s), ok: ok === '1', ...(entry ? { entry } : {}) };
         });
       });
     }),

@@ -103,10 +103,14 @@ export interface SemanticEntry {
   /** The embedding, Float32 little-endian, base64. */
   vector: string;
   answerKey: string;
+  /** The prompt's words as short hashes (candidate-filter.ts), for the one-word-apart rule. */
+  words?: string[];
 }
 
 /** One verification: at similarity `s`, the cached answer was (`ok`) or was not the fresh one. */
 export interface Observation {
   s: number;
   ok: boolean;
+  /** In a scope's pool: the entry compared, so its own estimate counts it once. */
+  entry?: string;
 }

@@ -2,24 +2,33 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { estimatedError, mayServe } from './verification.ts';
 
-const right = (s: number, n = 1) => Array.from({ length: n }, () => ({ s, ok: true }));
+const right = (s: number, n = 1, entry?: string) => Array.from({ length: n }, () => ({ s, ok: true, ...(entry ? { entry } : {}) }));
 
 describe('the semantic cache\'s bound', () => {
-  it('needs 48 right verifications and none wrong in the band below s for δ = 0.02', () => {
-    assert.equal(mayServe(right(0.9), right(0.9, 47), 0.92, 0.02), false);
-    assert.equal(mayServe(right(0.9), right(0.9, 48), 0.92, 0.02), true);
+  it('needs 48 right verifications and none wrong in the band below s for δ = 0.02, the entry\'s own and the pool\'s together', () => {
+    assert.equal(mayServe(right(0.9, 10), right(0.9, 37), 0.92, 0.02), false);
+    assert.equal(mayServe(right(0.9, 10), right(0.9, 38), 0.92, 0.02), true);
+    assert.equal(mayServe([], right(0.9, 48), 0.92, 0.02), true, 'a new entry waited for verifications of its own');
   });
 
   it('counts a wrong answer in the band against the estimate, and none above s or below the band', () => {
-    const pool = [...right(0.9, 98), { s: 0.85, ok: false }];
-    assert.equal(estimatedError(pool, 0.92), 2 / 101);
-    assert.equal(estimatedError([...right(0.9, 48), { s: 0.95, ok: false }, { s: 0.7, ok: false }], 0.92), 1 / 50);
+    const pool = [...right(0.9, 58), { s: 0.85, ok: false }];
+    assert.equal(estimatedError([], pool, 0.92), 2 / 61);
+    assert.equal(estimatedError([], [...right(0.9, 48), { s: 0.95, ok: false }, { s: 0.7, ok: false }], 0.92), 1 / 50);
   });
 
-  it('serves nothing further out than the entry was checked, nor where it was seen wrong', () => {
+  it('lets one wrong answer of the entry\'s own in the band outweigh thousands of the pool\'s right ones', () => {
+    assert.equal(mayServe([], right(0.9, 4000), 0.92, 0.02), true);
+    assert.equal(mayServe([{ s: 0.9, ok: false }], right(0.9, 4000), 0.92, 0.02), false);
+  });
+
+  it('counts the entry\'s own verifications once, though the pool holds them too', () => {
+    assert.equal(estimatedError(right(0.9, 10), [...right(0.9, 10, 'e'), ...right(0.9, 20, 'f')], 0.92, 'e'), 1 / 32);
+  });
+
+  it('serves nothing at or below a similarity where the entry was seen wrong', () => {
     const pool = right(0.9, 500);
-    assert.equal(mayServe([], pool, 0.95, 0.02), false, 'a cold entry served');
-    assert.equal(mayServe(right(0.93), pool, 0.92, 0.02), false, 'served below the lowest checked similarity');
     assert.equal(mayServe([...right(0.9), { s: 0.95, ok: false }], pool, 0.95, 0.02), false, 'served where seen wrong');
+    assert.equal(mayServe([...right(0.9), { s: 0.95, ok: false }], pool, 0.93, 0.02), false, 'served below where seen wrong');
   });
 });

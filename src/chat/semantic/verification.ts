@@ -8,32 +8,39 @@ import type { Observation } from '../../store/store.ts';
 export const BAND = 0.1;
 
 /**
+ * The most the scope's pool counts for in one entry's estimate, in observations: enough for δ =
+ * 0.02 to be reached from the pool alone (1 / 82), few enough that one wrong answer of the entry's
+ * own in the band outweighs any number of the pool's right ones ((1 + 1) / (80 + 1 + 2) > 0.02).
+ */
+export const PRIOR_WEIGHT = 80;
+
+/**
  * Whether a prompt at similarity `s` to a cached entry may be answered by that entry, with δ =
- * `maxError`: the entry allows it (`entryAllows`, its own learned threshold, after vCache, arXiv
- * 2502.03771) and the estimated probability that such a hit is wrong stays at most δ.
+ * `maxError`: the entry allows it (never seen wrong at or above s) and the estimated probability
+ * that this entry's answer is wrong at s stays at most δ.
  */
-export function mayServe(own: Observation[], pool: Observation[], s: number, maxError: number): boolean {
-  return entryAllows(own, s) && estimatedError(pool, s) <= maxError;
+export function mayServe(own: Observation[], pool: Observation[], s: number, maxError: number, entry?: string): boolean {
+  return entryAllows(own, s) && estimatedError(own, pool, s, entry) <= maxError;
 }
 
-/**
- * An entry's own threshold, from its own verifications: it answers nothing below the lowest
- * similarity where it was seen right (never trusted further out than it was checked; so an entry
- * never verified answers nothing: a cold start), nor at or below a similarity where it was seen wrong.
- */
+/** An entry's own threshold, after vCache (arXiv 2502.03771): nothing at or below a similarity where it was seen wrong. */
 export function entryAllows(own: Observation[], s: number): boolean {
-  return !own.some((o) => !o.ok && o.s >= s) && own.some((o) => o.ok && o.s <= s);
+  return !own.some((o) => !o.ok && o.s >= s);
 }
 
 /**
- * The probability that a hit its entry allows is wrong, estimated from `pool`: the scope's
- * verifications of such would-be hits (those held back by this estimate and the verification
- * share's draws, each generated fresh and compared), so it measures the rule as it serves. The
- * posterior mean under a uniform prior, (wrong + 1) / (seen + 2), over those within the band below
- * s: δ = 0.02 needs at least 48 right and none wrong there.
+ * The probability that `entry` answers wrongly at similarity `s`: the posterior mean under a
+ * uniform prior, (wrong + 1) / (seen + 2), over the verifications with similarity in [s − BAND, s]
+ * — the entry's own, each counted once, and the scope's pool's of other entries (every comparison
+ * that passed the candidate filter, the population a hit is drawn from), which stand for at most
+ * PRIOR_WEIGHT of them. So a new entry is served on what its scope learned (48 clean there for δ =
+ * 0.02), and an entry that was wrong near s is held back by its own evidence.
  */
-export function estimatedError(pool: Observation[], s: number): number {
-  const near = pool.filter((o) => o.s <= s && o.s >= s - BAND);
-  const wrong = near.filter((o) => !o.ok).length;
-  return (wrong + 1) / (near.length + 2);
+export function estimatedError(own: Observation[], pool: Observation[], s: number, entry?: string): number {
+  const inBand = (o: Observation) => o.s <= s && o.s >= s - BAND;
+  const others = pool.filter((o) => inBand(o) && (entry === undefined || o.entry !== entry));
+  const mine = own.filter(inBand);
+  const weight = others.length > PRIOR_WEIGHT ? PRIOR_WEIGHT / others.length : 1;
+  const wrong = weight * others.filter((o) => !o.ok).length + mine.filter((o) => !o.ok).length;
+  return (wrong + 1) / (weight * others.length + mine.length + 2);
 }

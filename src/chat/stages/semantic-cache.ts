@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { type CacheScope, cacheKeyOf, semanticKeyOf } from '../cache-key.ts';
 import type { GenerationEvent, GenerationRequest } from '../../engines/engine.ts';
 import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
@@ -6,6 +6,7 @@ import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 import { decodeVector, type Embedder, encodeVector, similarity } from '../semantic/embedder.ts';
+import { fixedTerms, oneWordApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
 import { type CachedAnswer, verified } from './verified-cache.ts';
@@ -31,10 +32,10 @@ const POOL_KEPT = 4096;
 /**
  * The semantic layer, behind the exact one: a deterministic request whose last user turn means
  * what a cached one meant, everything else equal (the semantic key), is answered with that
- * answer while its entry allows it and the estimated error of such hits is at most δ
+ * answer while its entry allows it and the estimated error of its answer there is at most δ
  * (verification.ts; `vcache: true`). Every fresh answer that has a cached neighbour is compared
- * with it and the outcome kept, shared through the store: by the entry always, and by the scope's
- * pool when the entry would have served (a would-be hit held back); a fresh answer unlike its neighbour's, or with none,
+ * with it and the outcome kept, shared through the store: by the entry, and by the scope's pool
+ * (the prior of every entry's estimate); a fresh answer unlike its neighbour's, or with none,
  * becomes an entry (its answer is the exact cache's). `x-service-bypass-cache` skips it; ZDR may
  * read and writes nothing (no vector, no verification).
  */
@@ -42,27 +43,31 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
   const random = options.random ?? Math.random;
   return async function semanticCache(ctx, next) {
     if (ctx.flags.bypassCache || !deterministic(ctx.generation)) return next(ctx);
-    const semantic = await semanticKeyOf(ctx, options.scope);
-    if (!semantic) return next(ctx);
+    const found = await semanticKeyOf(ctx, options.scope);
+    if (!found) return next(ctx);
+    // The candidate filter, before any similarity: only texts with the same fixed terms (numbers,
+    // units, names, extremes, operators, negations) share a key, so a near miss that changes one is
+    // never compared, however near its vector; nor is an entry one word apart (candidate-filter.ts).
+    const semantic = { ...found, key: createHash('sha256').update(`${found.key}\n${fixedTerms(found.text)}`).digest('hex') };
     const vector = await embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
       // A cache that cannot look is a miss, never a failed request: the exact layer still ran.
       ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
       return undefined;
     });
     if (!vector) return next(ctx);
-    const nearest = nearestOf(vector, await store.semanticEntries(semantic.key));
+    const words = wordPrints(semantic.text);
+    const nearest = nearestOf(vector, (await store.semanticEntries(semantic.key)).filter((entry) => !(entry.words && oneWordApart(entry.words, words))));
     const pool = `pool:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
 
     let neighbour: CachedAnswer | undefined;
-    let wouldHit = false;
     if (nearest && own) {
       const raw = await store.cacheGet(nearest.entry.answerKey);
       neighbour = raw === undefined ? undefined : (JSON.parse(raw) as CachedAnswer);
       if (neighbour) {
         const [ownSeen, poolSeen] = await store.observations([own, pool]);
-        wouldHit = entryAllows(ownSeen!, nearest.s);
-        if (wouldHit && estimatedError(poolSeen!, nearest.s) <= options.maxError && random() >= options.verifyShare) {
+        const allowed = entryAllows(ownSeen!, nearest.s) && estimatedError(ownSeen!, poolSeen!, nearest.s, nearest.entry.id) <= options.maxError;
+        if (allowed && random() >= options.verifyShare) {
           return { events: replayEvents(neighbour.folded), precontext: neighbour.precontext, cached: true };
         }
       }
@@ -76,11 +81,11 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
         const observation = { s: nearest.s, ok: sameAnswer(fresh, neighbour.folded) };
         await Promise.all([
           store.observe(own, observation, OWN_KEPT, ttl),
-          ...(wouldHit ? [store.observe(pool, observation, POOL_KEPT, ttl)] : []),
+          store.observe(pool, { ...observation, entry: nearest.entry.id }, POOL_KEPT, ttl),
         ]);
         if (observation.ok) return; // the neighbour stands for this prompt too, and has learned from it
       }
-      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(vector), answerKey: await cacheKeyOf(ctx, options.scope) };
+      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(vector), answerKey: await cacheKeyOf(ctx, options.scope), words };
       await store.semanticAdd(semantic.key, entry, MAX_ENTRIES, ttl);
     };
     return { ...answer, events: whenVerified(answer, ctx, learn) };

@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fixedTerms, oneWordApart, wordPrints } from './candidate-filter.ts';
+
+const same = (a: string, b: string) => fixedTerms(a) === fixedTerms(b);
+
+describe('the semantic cache\'s candidate filter', () => {
+  it('splits near misses that differ in a number, a unit\'s place, a name, an extreme, an operator or a negation', () => {
+    const pairs: [string, string][] = [
+      ['Is 7 a prime number?', 'Is 9 a prime number?'],
+      ['How many miles is 5 km?', 'How many kilometres is 5 miles?'],
+      ['What is the capital of France?', 'What is the capital of Germany?'],
+      ['How many hours are in a day?', 'How many hours are in a week?'],
+      ['What is the largest planet?', 'What is the smallest planet?'],
+      ['What is 1 plus 1?', 'What is 1 minus 1?'],
+      ['Is a tomato a fruit?', 'Is a tomato not a fruit?'],
+      ['Is it safe?', "Isn't it safe?"],
+      ['Which season comes after spring?', 'Which season comes after autumn?'],
+    ];
+    for (const [a, b] of pairs) assert.equal(same(a, b), false, `"${a}" and "${b}" may be compared`);
+  });
+
+  it('keeps paraphrases together: number words, unit spellings, possessives, synonyms of an extreme, sentence openers', () => {
+    const pairs: [string, string][] = [
+      ['How many miles is 5 km?', 'What is five kilometers in miles?'],
+      ['Convert 5 kilometres to miles.', '5 km in miles?'],
+      ['What is the capital of France?', "Which city is France's capital?"],
+      ['Name the largest ocean.', 'Which ocean is the biggest?'],
+      ['How many minutes are in an hour?', 'An hour has how many minutes?'],
+      ['Who wrote Romeo and Juliet?', 'Romeo and Juliet was written by whom?'],
+    ];
+    for (const [a, b] of pairs) assert.equal(same(a, b), true, `"${a}" and "${b}" are kept apart: ${fixedTerms(a)} / ${fixedTerms(b)}`);
+  });
+});
+
+describe('the one-word-apart rule', () => {
+  const apart = (a: string, b: string) => oneWordApart(wordPrints(a), wordPrints(b));
+
+  it('holds apart questions that swap one word, and lets articles and synonyms of an extreme pass', () => {
+    assert.equal(apart('Is a whale a mammal?', 'Is a shark a mammal?'), true);
+    assert.equal(apart('Does hot air rise?', 'Does cold air rise?'), true);
+    assert.equal(apart('What is the capital of Japan?', 'What is the currency of Japan?'), true);
+    assert.equal(apart('Is a whale a mammal?', 'Is the whale a mammal?'), false, 'an article counted');
+    assert.equal(apart('Which ocean is the largest?', 'Which ocean is the biggest?'), false, 'a synonym counted');
+    assert.equal(apart('How many minutes are in an hour?', 'How many minutes make an hour?'), false, 'a rewording counted');
+  });
+
+  it('keeps no word in the clear', () => {
+    assert.equal(wordPrints('Is a whale a mammal?').some((print) => /whale|mammal/.test(print)), false);
+  });
+});
