@@ -2,6 +2,10 @@ import { createHash } from 'node:crypto';
 import type { RequestContext } from './request-context.ts';
 import type { ContentPart, Message } from '../contract/wire-types.ts';
 import type { ResolvedAttachment } from '../inputs/attachments.ts';
+import { stableJson } from './stable-json.ts';
+
+// The semantic cache's answers are compared in the same canonical form.
+export { stableJson };
 
 export type CacheScope = 'key' | 'global';
 
@@ -13,7 +17,7 @@ export type CacheScope = 'key' | 'global';
  * system messages. Scoped to the caller's key unless the scope is global.
  */
 export async function cacheKeyOf(ctx: RequestContext, scope: CacheScope): Promise<string> {
-  return sha256(Buffer.from(stableJson(await canonicalRequest(ctx, scope))));
+  return sha256(stableJson(await canonicalRequest(ctx, scope)));
 }
 
 /** The semantic cache's compared scope, and the one text whose meaning may vary within it. */
@@ -45,7 +49,7 @@ export async function semanticKeyOf(ctx: RequestContext, scope: CacheScope): Pro
   const content = Array.isArray(lastCanonical.content)
     ? lastCanonical.content.map((part: { type: string }) => (part.type === 'text' ? { type: 'text' } : part))
     : { type: 'text' };
-  const key = sha256(Buffer.from(stableJson({ ...canonical, semantic: 1, model: ctx.body.model, messages: [...messages, { ...lastCanonical, content }] })));
+  const key = sha256(stableJson({ ...canonical, semantic: 1, model: ctx.body.model, messages: [...messages, { ...lastCanonical, content }] }));
   return { key, text };
 }
 
@@ -97,12 +101,5 @@ function canonicalPart(part: ContentPart, digests: string[] | undefined): unknow
   return { type: part.type, sha256: digests ?? [], ...(part.type === 'file' ? { filename: part.file.filename } : {}) };
 }
 
-const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-/** JSON with object keys sorted at every depth, so equal requests give equal text. */
-export function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v);
-}
+/** The hex SHA-256 of a text's UTF-8 bytes (hashed from the string: no copy of it as a Buffer first). */
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');

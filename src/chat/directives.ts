@@ -39,6 +39,9 @@ export function withoutDirectives(text: string): string {
  * costs time linear in its length (a regular expression here once took seconds on 1 KB of spaces).
  */
 export function takeTags(text: string, name: string): { values: string[]; rest: string } {
+  // Most system text holds no tag at all: no '<', nothing to lower-case or scan (this ran four
+  // times per request, one callback per capital letter).
+  if (!text.includes('<')) return { values: [], rest: text };
   const lower = text.replace(/[A-Z]/g, (c) => c.toLowerCase()); // ASCII only: indexes stay those of `text`
   const open = `<${name}>`;
   const close = `</${name}>`;

@@ -74,6 +74,22 @@ describe('the request log', () => {
     const line = log.lines.find((l) => l.reqId === refused.headers.get('x-request-id'))!;
     assert.deepEqual([line.level, line.error], [40, { type: 'authentication_error', code: 'invalid_api_key' }]);
   });
+
+  it('writes its line without making a logger per request (each child logger serialises its bindings: CPU on every request)', async () => {
+    let children = 0;
+    const child = log.logger.child.bind(log.logger);
+    log.logger.child = ((...args: Parameters<typeof child>) => (children++, child(...args))) as typeof log.logger.child;
+    try {
+      const before = log.lines.length;
+      const res = await postCompletion(server.baseUrl, hello);
+      await res.text();
+      await settle();
+      assert.equal(log.lines.length, before + 1);
+      assert.equal(children, 0);
+    } finally {
+      log.logger.child = child;
+    }
+  });
 });
 
 describe('GET /metrics', () => {
