@@ -1,0 +1,74 @@
+// The text guard against evasion by form (issue 23): per form, how many of CASES harmful held-out
+// requests hidden in harmless held-out text of random length it catches, and how many of the same
+// texts without the request (the controls) it flags. A measurement, not a test: with today's
+// classifier long harmless texts are flagged too often for any form to pass a 95% bar. Also the
+// classifier's own latency per text (median of sequential calls, the worker warm), for a short
+// and a long text. Writes bench/results/guard-evasion.json.
+//   BENCH_CASES (40) per form.
+import { writeFileSync } from 'node:fs';
+import { loadConfig } from '../src/config.ts';
+import { TEXT_CODES } from '../src/guard/codes.ts';
+import { readLabelled } from '../src/guard/text/evaluate.ts';
+import { EVASION_FORMS, hide, seededRandom } from '../src/guard/text/evasion-forms.ts';
+import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
+import { quantile } from './lib/http-load.ts';
+
+const CASES = Number(process.env.BENCH_CASES ?? 40);
+/** Filler up to this many words keeps a text inside the default 4,096-token context (MiniLM: about 1.3 tokens a word). */
+const MAX_WORDS = 2_800;
+const LATENCY_CALLS = 20;
+
+const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 600_000 });
+const flagged = async (texts: string[]) => {
+  const thresholds = await classifier.thresholds();
+  return (await classifier.score(texts)).map((spans) => matchedTextCodes(spans, TEXT_CODES, thresholds).size > 0);
+};
+try {
+  // The requests the guard flags alone, and the harmless texts it passes alone: the form is what is measured.
+  const rows = readLabelled('src/guard/dataset/eval.jsonl');
+  const harmful = rows.filter((r) => r.codes.length > 0).map((r) => r.text);
+  const safe = rows.filter((r) => r.codes.length === 0).map((r) => r.text);
+  const [h, s] = [await flagged(harmful), await flagged(safe)];
+  const requests = harmful.filter((_, i) => h[i]);
+  const filler = safe.filter((_, i) => !s[i]);
+
+  const forms: { form: string; caught: number; controlsFlagged: number; cases: number }[] = [];
+  for (const [f, form] of EVASION_FORMS.entries()) {
+    // The control replays the seed (the request's draw included): the same filler in the same
+    // order, only the request left out. Seeds as the former evasion test had them.
+    const cases = Array.from({ length: CASES }, (_, i) => {
+      const seed = 23_000 + f * 1_000 + i;
+      const [random, replay] = [seededRandom(seed), seededRandom(seed)];
+      const request = requests[Math.floor(random() * requests.length)]!;
+      replay();
+      return { text: hide(form, request, filler, random, MAX_WORDS), control: hide(form, '', filler, replay, MAX_WORDS) };
+    });
+    const caught = (await flagged(cases.map((c) => c.text))).filter(Boolean).length;
+    const controlsFlagged = (await flagged(cases.map((c) => c.control))).filter(Boolean).length;
+    forms.push({ form, caught, controlsFlagged, cases: CASES });
+  }
+
+  const sentence = 'The committee reviewed the budget, the library hours and the parking plan for next spring. ';
+  const inputs = { '50 tokens': `${sentence.repeat(2)}Summarise.`, '1,000 tokens': `${sentence.repeat(50)}Summarise.` };
+  const latency: { input: string; medianMs: number }[] = [];
+  for (const [input, text] of Object.entries(inputs)) {
+    await classifier.score([text]); // warm
+    const times: number[] = [];
+    for (let i = 0; i < LATENCY_CALLS; i++) {
+      const start = performance.now();
+      await classifier.score([text]);
+      times.push(performance.now() - start);
+    }
+    times.sort((a, b) => a - b);
+    latency.push({ input, medianMs: Math.round(quantile(times, 0.5)) });
+  }
+
+  console.log(`\n${requests.length} held-out requests the guard flags alone, ${filler.length} harmless texts it passes alone\n`);
+  console.log('| form | requests caught | controls flagged |\n|---|---|---|');
+  for (const r of forms) console.log(`| ${r.form} | ${r.caught}/${r.cases} | ${r.controlsFlagged}/${r.cases} |`);
+  console.log(`\n| text | classifier median ms (${LATENCY_CALLS} sequential calls) |\n|---|---|`);
+  for (const r of latency) console.log(`| ${r.input} | ${r.medianMs} |`);
+  writeFileSync('bench/results/guard-evasion.json', `${JSON.stringify({ when: new Date().toISOString(), requests: requests.length, filler: filler.length, forms, latency }, null, 2)}\n`);
+} finally {
+  await classifier.close();
+}

@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { loadConfig } from '../../config.ts';
+import { TEXT_CODES } from '../codes.ts';
+import { readLabelled } from './evaluate.ts';
+import { hide, seededRandom, type EvasionForm } from './evasion-forms.ts';
+import { matchedTextCodes, TextClassifier } from './text-classifier.ts';
+
+const EVAL = new URL('../dataset/eval.jsonl', import.meta.url).pathname;
+const TEXTS = 8; // of each kind: a few, so the file stays fast
+
+// Issue 23: what holds of the evasion forms today (bench/guard-evasion.bench.ts measures the rest,
+// hiding in long text, which does not hold yet). The worker normalises a text before judging it,
+// so a request spaced out letter by letter or written with look-alike letters, zero-width
+// characters and fullwidth forms gets the verdict of its plain form: flagged when the plain form
+// is, passed when the plain form is.
+describe('the text guard reads a disguised text as its plain form', () => {
+  const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 600_000 });
+  after(() => classifier.close());
+
+  const verdicts = async (texts: string[]) => {
+    const thresholds = await classifier.thresholds();
+    return (await classifier.score(texts)).map((spans) => matchedTextCodes(spans, TEXT_CODES, thresholds).size > 0);
+  };
+  const rows = readLabelled(EVAL);
+  // Spread over the file, so several codes and both kinds of safe text are in.
+  const every = <T>(items: T[]) => items.filter((_, i) => i % Math.floor(items.length / TEXTS) === 0).slice(0, TEXTS);
+  const texts = [...every(rows.filter((r) => r.codes.length > 0)), ...every(rows.filter((r) => r.codes.length === 0))].map((r) => r.text);
+
+  for (const form of ['spaced', 'homoglyphs'] as EvasionForm[]) {
+    it(`gives ${form} texts the verdict of their plain form`, async () => {
+      const disguised = texts.map((text, i) => hide(form, text, [], seededRandom(i), 0));
+      assert.ok(disguised.every((d, i) => d !== texts[i]), 'every text is disguised');
+      const [plain, seen] = [await verdicts(texts), await verdicts(disguised)];
+      assert.ok(plain.some(Boolean) && !plain.every(Boolean), 'both verdicts are among the plain texts');
+      const differ = texts.flatMap((t, i) => (plain[i] !== seen[i] ? [`${t} -> ${disguised[i]}`] : []));
+      assert.deepEqual(differ, [], `${form}: verdicts that changed with the form`);
+    });
+  }
+});
