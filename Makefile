@@ -213,6 +213,7 @@ bench-gateway: setup
 # and the image codes on pictures from Debian packages (bench/results/guard-images.json).
 guard-eval: setup .cache/fixtures/guard-images/.complete
 	$(NODE) bench/guard-eval.bench.ts
+	$(NODE) bench/guard-evasion.bench.ts
 	$(NODE) bench/guard-images.bench.ts
 
 .cache/fixtures/guard-images/.complete: scripts/install-guard-images.sh
