@@ -87,7 +87,7 @@ export class Child {
 
   /** False once it has exited, been killed, or closed its output: no job should be sent to it. */
   get alive(): boolean {
-    return !this.killed && this.status === undefined && this.process.exitCode === null && !this.process.stdout.readableEnded;
+    return !this.killed && this.status === undefined && this.process.exitCode === null && this.process.signalCode === null && !this.process.stdout.readableEnded;
   }
 
   /** Ends the whole process group at once (SIGKILL: a stuck engine is not asked). */
