@@ -37,13 +37,15 @@ export function expect(condition: unknown, message: string): asserts condition {
   if (!condition) throw new CheckFailure(message);
 }
 
-const ask = (model: string, extra: object = {}) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say hello.' }], ...extra });
+export const ask = (model: string, extra: object = {}) => ({ model, max_tokens: 16, messages: [{ role: 'user', content: 'Say hello.' }], ...extra });
 const FINISH = ['stop', 'length', 'tool_calls'];
 export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** The error envelope of §2.9: message, type and code, all strings. */
+/** The error envelope of §2.9 (message, type and code, all strings), in application/json (§4's responses). */
 export function expectEnvelope(answer: Answer, status: number, type: string): void {
   expect(answer.status === status, `expected status ${status}, got ${answer.status}`);
+  const contentType = answer.headers.get('content-type') ?? '';
+  expect(contentType.startsWith('application/json'), `the ${status} error's content-type is ${JSON.stringify(contentType)}, not application/json`);
   const error = (answer.json as Json | undefined)?.error;
   expect(error && typeof error === 'object', 'the body is not the envelope {"error": {…}}');
   expect(typeof error.message === 'string' && typeof error.type === 'string' && typeof error.code === 'string',
@@ -80,9 +82,31 @@ export async function streamed(probe: Probe, body: object, headers: Record<strin
   });
 }
 
+/**
+ * A numeric field's inclusive range (§2.1 and §8): both bounds are accepted, a step beyond either
+ * is refused with 400. Accepted requests ask for one token, so the check stays fast on any model.
+ */
+function limitCheck(id: string, field: string, min: number, max: number, step: number, rules: string[]): Check {
+  return {
+    id, title: `${field} ${field === 'max_tokens' ? min : `${min} and ${max}`} accepted, ${min - step} and ${max + step} refused with 400`, rules, group: 'core',
+    async run(probe, { model }) {
+      for (const value of [min - step, max + step]) {
+        const answer = await probe.complete(ask(model, { max_tokens: 1, [field]: value }));
+        expect(answer.status === 400, `${field} ${value} (outside ${min} to ${max}) was answered ${answer.status}, not 400`);
+        expectEnvelope(answer, 400, 'invalid_request_error');
+      }
+      // max_tokens' upper bound would ask for 32000 tokens: only its lower bound is sent.
+      for (const value of field === 'max_tokens' ? [min] : [min, max]) {
+        const answer = await probe.complete(ask(model, { max_tokens: 1, [field]: value }));
+        expect(answer.status === 200, `${field} ${value} (inside ${min} to ${max} inclusive) was answered ${answer.status}, not 200: ${answer.text.slice(0, 200)}`);
+      }
+    },
+  };
+}
+
 export const CHECKS: Check[] = [
   {
-    id: 'completion', title: 'POST {base_url}/chat/completions without stream is answered whole, in JSON', rules: ['§1'], group: 'core',
+    id: 'completion', title: 'POST {base_url}/chat/completions without stream is answered whole, in JSON', rules: ['§1', '§2.1 stream', '§4 200 json', '§2.8 object'], group: 'core',
     async run(probe, { model }) {
       const answer = await probe.complete(ask(model));
       expect(answer.status === 200, `expected status 200, got ${answer.status}`);
@@ -94,10 +118,12 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'response-shape', title: 'ChatCompletionResponse: id, model, choices with index, message, finish_reason, and usage', rules: ['§2.8'], group: 'core',
+    id: 'response-shape', title: 'ChatCompletionResponse: id, model, choices with index, message, finish_reason, and usage', rules: ['§2.8 id', '§2.8 choices', '§2.8 usage'], group: 'core',
     async run(probe, { model }) {
       const body = (await probe.complete(ask(model))).json as Json;
       expect(body && typeof body.id === 'string' && body.id.length > 0, `id is ${JSON.stringify(body?.id)}, not a non-empty string`);
+      const other = ((await probe.complete(ask(model, { messages: [{ role: 'user', content: 'Say goodbye.' }] }))).json as Json)?.id;
+      expect(other !== body.id, `two completions have the same id ${JSON.stringify(other)}: an id must be unique`);
       expect(typeof body.model === 'string', `model is ${JSON.stringify(body.model)}, not a string`);
       expect(Array.isArray(body.choices) && body.choices.length > 0, 'choices is not a non-empty array');
       (body.choices as Json[]).forEach((choice, i) => {
@@ -112,14 +138,14 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'model-echo', title: 'The requested model id is echoed', rules: ['§2.1 model'], group: 'core',
+    id: 'model-echo', title: 'The requested model id is echoed', rules: ['§2.1 model', '§2.8 model'], group: 'core',
     async run(probe, { model }) {
       const body = (await probe.complete(ask(model))).json as Json;
       expect(body?.model === model, `model is ${body?.model}, not ${model}`);
     },
   },
   {
-    id: 'stream-done', title: 'A stream is data: events ending with data: [DONE]', rules: ['§4.1', '§6.1'], group: 'core',
+    id: 'stream-done', title: 'A stream is data: events ending with data: [DONE]', rules: ['§4.1', '§6.1', '§2.1 stream', '§4 200 event-stream'], group: 'core',
     async run(probe, { model }) {
       await streamed(probe, ask(model));
     },
@@ -143,39 +169,34 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'bad-key', title: 'An invalid key gets 401 authentication_error in the envelope', rules: ['§5.3', '§5.4', '§2.9', '§7'], group: 'core',
+    id: 'bad-key', title: 'An invalid key gets 401 authentication_error in the envelope', rules: ['§5.3', '§5.4', '§2.9', '§7 401', '§4 Authorization', '§4 errors'], group: 'core',
     async run(probe, { model }) {
       expectEnvelope(await probe.complete(ask(model), { key: 'sk-not-a-valid-key-0000' }), 401, 'authentication_error');
     },
   },
   {
-    id: 'missing-key', title: 'A request without Authorization gets 401', rules: ['§5.1', '§5.3', '§7'], group: 'core',
+    id: 'missing-key', title: 'A request without Authorization gets 401', rules: ['§5.1', '§5.3', '§7 401', '§4 Authorization'], group: 'core',
     async run(probe, { model }) {
       expectEnvelope(await probe.complete(ask(model), { key: null }), 401, 'authentication_error');
     },
   },
   {
-    id: 'invalid-body', title: 'A body without messages gets 400 invalid_request_error', rules: ['§2.1', '§2.9', '§7'], group: 'core',
+    id: 'invalid-body', title: 'A body without messages gets 400 invalid_request_error', rules: ['§2.1', '§2.1 messages', '§2.9', '§7 400', '§4 errors'], group: 'core',
     async run(probe, { model }) {
       expectEnvelope(await probe.complete({ model }), 400, 'invalid_request_error');
     },
   },
   {
-    id: 'not-json', title: 'A body that is not JSON gets 400 invalid_request_error', rules: ['§2.1', '§7'], group: 'core',
+    id: 'not-json', title: 'A body that is not JSON gets 400 invalid_request_error', rules: ['§2.1', '§7 400'], group: 'core',
     async run(probe) {
       expectEnvelope(await probe.complete(undefined, { raw: '{"model":' }), 400, 'invalid_request_error');
     },
   },
+  limitCheck('limit-max-tokens', 'max_tokens', 1, 32000, 1, ['§2.1 max_tokens', '§8 max_tokens', '§7 400']),
+  limitCheck('limit-temperature', 'temperature', 0, 2, 0.5, ['§2.1 temperature', '§8 temperature', '§7 400']),
+  limitCheck('limit-top-p', 'top_p', 0, 1, 0.5, ['§2.1 top_p', '§8 top_p', '§7 400']),
   {
-    id: 'limits', title: 'temperature 3, top_p 2 and max_tokens 0 are refused with 400', rules: ['§8', '§7'], group: 'core',
-    async run(probe, { model }) {
-      for (const extra of [{ temperature: 3 }, { top_p: 2 }, { max_tokens: 0 }]) {
-        expectEnvelope(await probe.complete(ask(model, extra)), 400, 'invalid_request_error');
-      }
-    },
-  },
-  {
-    id: 'tool-flow', title: 'A required tool is called, and a tool message is answered', rules: ['§4.5', '§2.7'], group: 'core',
+    id: 'tool-flow', title: 'A required tool is called, and a tool message is answered', rules: ['§4.5', '§2.1 tools', '§2.2 tool_calls', '§2.5 function.description', '§2.7 id', '§2.7 type', '§2.7 function.name', '§2.7 function.arguments'], group: 'core',
     async run(probe, { model }) {
       const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
       const question = { role: 'user', content: 'What is the weather in Paris?' };
@@ -183,10 +204,14 @@ export const CHECKS: Check[] = [
       const choice = body?.choices?.[0];
       expect(choice?.finish_reason === 'tool_calls', `finish_reason is ${choice?.finish_reason}, not tool_calls`);
       const call = choice.message.tool_calls?.[0];
-      expect(call && typeof call.id === 'string' && call.type === 'function' && call.function?.name === 'get_weather', 'tool_calls[0] lacks id, type function or name get_weather');
-      expect((() => { try { return typeof JSON.parse(call.function.arguments) === 'object'; } catch { return false; } })(), 'the arguments are not a JSON object');
+      expect(call, 'finish_reason is tool_calls, but message.tool_calls has no call');
+      expect(typeof call.id === 'string' && call.id.length > 0, `tool_calls[0].id is ${JSON.stringify(call.id)}, not a non-empty string`);
+      expect(call.type === 'function', `tool_calls[0].type is ${JSON.stringify(call.type)}, not "function"`);
+      expect(call.function?.name === 'get_weather', `tool_calls[0].function.name is ${JSON.stringify(call.function?.name)}, not "get_weather"`);
+      expect(typeof call.function.arguments === 'string', `tool_calls[0].function.arguments is ${JSON.stringify(call.function.arguments)}, not a JSON-encoded string`);
+      expect((() => { try { return typeof JSON.parse(call.function.arguments) === 'object'; } catch { return false; } })(), `the arguments ${JSON.stringify(call.function.arguments)} are not a JSON object`);
       const followUp = await probe.complete({ model, max_tokens: 8, tools, messages: [question, choice.message, { role: 'tool', tool_call_id: call.id, content: '{"temperature":21}' }] });
-      expect(followUp.status === 200, `the tool result was answered ${followUp.status}`);
+      expect(followUp.status === 200, `the history with the assistant's tool_calls and the tool result was answered ${followUp.status}`);
     },
   },
   {
@@ -206,7 +231,7 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'contract-schemas', title: 'Answers, chunks and errors match openapi.yaml exactly', rules: ['§2.8 id', '§2.8', '§2.9', '§6.2'], group: 'extension',
+    id: 'contract-schemas', title: 'Answers, chunks and errors match openapi.yaml exactly', rules: ['§2.8 id shape', '§2.8 precontext', '§2.8 vcache'], group: 'extension',
     async run(probe, { model }) {
       const problems = [
         schemaProblem('ChatCompletionResponse', (await probe.complete(ask(model))).json),
@@ -217,7 +242,7 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'reasoning', title: 'reasoning_effort: reasoning in JSON, <think> first in a stream', rules: ['§4.2', '§6.5'], group: 'extension',
+    id: 'reasoning', title: 'reasoning_effort: reasoning in JSON, <think> first in a stream', rules: ['§4.2', '§6.5', '§2.1 reasoning_effort', '§2.8 reasoning'], group: 'extension',
     async run(probe, { model }) {
       const body = (await probe.complete(ask(model, { reasoning_effort: 'low', max_tokens: 48 }))).json as Json;
       expect(typeof body?.reasoning === 'string', 'the response has no reasoning');
@@ -226,7 +251,7 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'task', title: '<task>translate</task> answers with its precontext entry', rules: ['§4.3'], group: 'extension',
+    id: 'task', title: '<task>translate</task> answers with its precontext entry', rules: ['§4.3', '§2.8 precontext'], group: 'extension',
     async run(probe, { model }) {
       const body = (await probe.complete({ model, messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'Good morning' }] })).json as Json;
       expect(body?.precontext?.some((e: Json) => e.name === 'translate'), 'no translate entry in precontext');
@@ -240,15 +265,18 @@ export const CHECKS: Check[] = [
     },
   },
   {
-    id: 'precontext-stream', title: 'x-show-additional-info streams a <precontext> chunk first', rules: ['§6.4'], group: 'extension',
+    id: 'precontext-stream', title: 'x-show-additional-info streams a <precontext> chunk first', rules: ['§6.4', '§4 x-show-additional-info'], group: 'extension',
     async run(probe, { model }) {
-      const chunks = await streamed(probe, { model, messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'Good night' }] }, { 'x-show-additional-info': 'true' });
-      const text = chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
+      const body = { model, messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: 'Good night' }] };
+      const text = (await streamed(probe, body, { 'x-show-additional-info': 'true' })).map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
       expect(/^<precontext>.*<\/precontext>/s.test(text), 'no <precontext> content before the answer');
+      // By default (no header) none is emitted.
+      const plain = (await streamed(probe, body)).map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
+      expect(!plain.includes('<precontext>'), 'without x-show-additional-info, the stream still holds <precontext>');
     },
   },
   {
-    id: 'cache', title: 'A repeated request is served from the verified cache', rules: ['cache'], group: 'extension',
+    id: 'cache', title: 'A repeated request is served from the verified cache', rules: ['cache', '§2.8 vcache'], group: 'extension',
     async run(probe, { model }) {
       // A task's answer ends normally, so it is stored (an answer cut at max_tokens is not).
       const body = { model, messages: [{ role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: `Good evening, visitor ${Date.now()}` }] };

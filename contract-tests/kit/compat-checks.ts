@@ -48,7 +48,7 @@ function streamedCalls(chunks: Json[]): { id?: string; name?: string; arguments:
 
 export const COMPAT_CHECKS: Check[] = [
   {
-    id: 'json-schema', title: 'response_format json_schema answers parse and validate against the schema, strict too', rules: [], group: 'compat',
+    id: 'json-schema', title: 'response_format json_schema answers parse and validate against the schema, strict too', rules: ['§2.1 response_format', '§2.4 json_schema.schema', '§2.4 json_schema.strict'], group: 'compat',
     async run(probe, { model }) {
       for (const strict of [false, true]) {
         const answer = await probe.complete({ model, max_tokens: 64, messages: [{ role: 'user', content: 'In which country is Paris, and is it the capital?' }],
@@ -64,14 +64,22 @@ export const COMPAT_CHECKS: Check[] = [
     },
   },
   {
-    id: 'tool-choice', title: 'tool_choice none gives no call, required a call, a named function that function', rules: ['§4.5'], group: 'compat',
+    id: 'tool-choice', title: 'tool_choice auto is answered (a call or text), none gives no call, required a call, a named function that function',
+    rules: ['§4.5', '§2.1 tool_choice', '§2.6 auto', '§2.6 none', '§2.6 required', '§2.6 named'], group: 'compat',
     async run(probe, { model }) {
       // A call needs room for its arguments; an answer without one only needs to show it made none.
       const ask = async (toolChoice: unknown) => {
         const answer = await probe.complete({ model, max_tokens: toolChoice === 'none' ? 8 : 48, messages: [QUESTION], tools: [WEATHER, TIME], tool_choice: toolChoice });
+        // auto is the default (§2.6): a server with tools cannot be without it, so a refusal fails.
+        if (toolChoice === 'auto') expect(answer.status === 200, `tool_choice "auto" was answered ${answer.status}: ${show((answer.json as Json)?.error?.message ?? answer.text)}`);
         offered(answer, `tool_choice ${show(toolChoice)}`);
         return (answer.json as Json)?.choices?.[0] as Json;
       };
+      // auto: the model decides; graded is that it is accepted and the answer is one or the other, consistently.
+      const auto = await ask('auto');
+      const autoCalls = (auto?.message?.tool_calls ?? []) as Json[];
+      expect((autoCalls.length > 0) === (auto?.finish_reason === 'tool_calls'),
+        `tool_choice "auto" was answered with ${autoCalls.length} call(s) and finish_reason ${show(auto?.finish_reason)}`);
       const none = await ask('none');
       const noneCalls = (none?.message?.tool_calls ?? []) as Json[];
       expect(noneCalls.length === 0 && none?.finish_reason !== 'tool_calls',
@@ -102,7 +110,7 @@ export const COMPAT_CHECKS: Check[] = [
     },
   },
   {
-    id: 'tool-history', title: 'A history with two tool calls in one turn and both results is answered', rules: ['§4.5'], group: 'compat',
+    id: 'tool-history', title: 'A history with two tool calls in one turn and both results is answered', rules: ['§4.5', '§2.2 tool_calls'], group: 'compat',
     async run(probe, { model }) {
       const calls = [
         { id: 'call_paris', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
@@ -254,14 +262,14 @@ export const COMPAT_CHECKS: Check[] = [
     },
   },
   {
-    id: 'quota-402', title: 'A key without credits gets 402 insufficient_quota in the envelope', rules: ['§7', '§2.9'], group: 'compat',
+    id: 'quota-402', title: 'A key without credits gets 402 insufficient_quota in the envelope', rules: ['§7 402', '§2.9', '§4 errors'], group: 'compat',
     async run(probe, { model, keyWithoutCredits }: CheckContext) {
       if (!keyWithoutCredits) throw new NotApplicable('no --key-without-credits given');
       expectEnvelope(await probe.complete({ model, max_tokens: 4, messages: [QUESTION] }, { key: keyWithoutCredits }), 402, 'insufficient_quota');
     },
   },
   {
-    id: 'rate-limit-429', title: 'A key over its limit gets 429 rate_limit_error with Retry-After', rules: ['§7', '§2.9'], group: 'compat',
+    id: 'rate-limit-429', title: 'A key over its limit gets 429 rate_limit_error with Retry-After', rules: ['§7 429', '§2.9', '§4 errors'], group: 'compat',
     async run(probe, { model, keyLowLimit }: CheckContext) {
       if (!keyLowLimit) throw new NotApplicable('no --key-low-limit given');
       const statuses: number[] = [];
@@ -278,7 +286,7 @@ export const COMPAT_CHECKS: Check[] = [
     },
   },
   {
-    id: 'body-413', title: 'A body over the server\'s limit gets 413 payload_too_large in the envelope', rules: ['§7', '§2.9'], group: 'compat',
+    id: 'body-413', title: 'A body over the server\'s limit gets 413 payload_too_large in the envelope', rules: ['§7 413', '§2.9', '§4 errors'], group: 'compat',
     async run(probe, { model, bodyLimitBytes }: CheckContext) {
       if (!bodyLimitBytes) throw new NotApplicable('no --body-limit-bytes given');
       const answer = await probe.complete({ model, max_tokens: 1, messages: [{ role: 'user', content: 'x'.repeat(bodyLimitBytes + 1024) }] });

@@ -10,11 +10,15 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { GenerationEvent, GenerationRequest } from '../../src/engines/engine.ts';
 import { createScriptedEngine, echoScript } from '../../src/engines/scripted-engine.ts';
+import { TEXT_CODES } from '../../src/guard/codes.ts';
+import { Guard, type TextScorer } from '../../src/guard/guard.ts';
+import { TaskRegistry } from '../../src/tasks/registry.ts';
+import type { Task } from '../../src/tasks/task.ts';
 import { startTestServer, TEST_KEY } from '../../src/testing/test-server.ts';
 import { BODY_LIMIT_BYTES, type Flaw, GOOD_KEY, LOW_LIMIT_KEY, NO_CREDITS_KEY, sample, startBrokenServer } from './broken-server.ts';
 import { writeReport } from './report.ts';
 import { RULES } from './rules.ts';
-import { runKit } from './run-kit.ts';
+import { ALL_CHECKS, runKit } from './run-kit.ts';
 
 const grade = (baseUrl: string, apiKey: string, drive: { keyWithoutCredits?: string; keyLowLimit?: string; bodyLimitBytes?: number } = {}) =>
   runKit({ baseUrl, apiKey, model: 'service', extensions: false, timeoutMs: 60_000, ...drive });
@@ -41,6 +45,21 @@ function obedientScript(request: GenerationRequest): GenerationEvent[] {
   if (!Number.isFinite(at)) return events;
   return [{ type: 'content', text: text.slice(0, at) }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 9, completionTokens: 3 } }];
 }
+/**
+ * What the extension checks need of this service, without models: a translate task and an OCR
+ * task that answer at once, and a guard classifier that finds S1 in "murder".
+ */
+const extensionTasks = () => new TaskRegistry([
+  { name: 'translate', run: async ({ text }) => ({ name: 'translate', result: { source_language: 'en', target_language: 'es', text, translated_text: `es: ${text}`, engine: 'double' } }) },
+  { name: 'ocr', run: async () => ({ name: 'ocr', result: { text: 'Buy milk today', pages: [{ source: 'messages[0].content[1]', page: 1, method: 'text_layer', width: 612, height: 792, text: 'Buy milk today', confidence: 1, lines: [] }] } }) },
+] as Task[]);
+const murderScorer: TextScorer = {
+  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
+  score: async (texts) => texts.map((text) => [{
+    harmful: /murder/i.test(text) ? 0.99 : 0.01,
+    codes: Object.fromEntries(TEXT_CODES.map((c) => [c, c === 'S1' && /murder/i.test(text) ? 0.97 : 0.01])) as never,
+  }]),
+};
 const failedRules = (result: Awaited<ReturnType<typeof grade>>) => result.rules.filter((r) => r.status === 'fail').map((r) => r.rule.id);
 
 describe('the conformance kit', { timeout: 300_000 }, () => {
@@ -58,7 +77,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     assert.deepEqual(result.checks.filter((c) => c.status === 'not applicable').map((c) => c.id), ['quota-402', 'rate-limit-429', 'body-413']);
     const dir = mkdtempSync(join(tmpdir(), 'kit-report-'));
     writeReport(result, dir);
-    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="30" failures="0"/);
+    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="44" failures="0"/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.1 \| stream: true gives .* \| ✅ pass \| stream-done \|/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.4 \| .* \| — not applicable \| an extension of this service/);
     assert.match(readFileSync(join(dir, 'report.html'), 'utf8'), /<h1>Conformance of http:\/\/127\.0\.0\.1:\d+\/v1<\/h1>/);
@@ -79,12 +98,12 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     ['no-done', 'stream-done', ['§4.1', '§6.1']],
     ['no-role', 'stream-chunks', ['§6.2']],
     ['wrong-envelope', 'bad-key', ['§2.9']],
-    ['accepts-bad-key', 'bad-key', ['§5.3', '§5.4']],
+    ['accepts-bad-key', 'bad-key', ['§5.3', '§5.4', '§7 401']],
     ['absent-finish-reason', 'stream-chunks', ['§6.3']],
-    ['json-schema-ignored', 'json-schema', []],
-    ['json-schema-loose', 'json-schema', []],
-    ['calls-despite-none', 'tool-choice', ['§4.5']],
-    ['ignores-named-choice', 'tool-choice', ['§4.5']],
+    ['json-schema-ignored', 'json-schema', ['§2.1 response_format', '§2.4 json_schema.schema']],
+    ['json-schema-loose', 'json-schema', ['§2.4 json_schema.strict']],
+    ['calls-despite-none', 'tool-choice', ['§4.5', '§2.1 tool_choice', '§2.6 none']],
+    ['ignores-named-choice', 'tool-choice', ['§4.5', '§2.6 named']],
     ['whole-args-each-delta', 'stream-tool-args', []],
     ['refuses-tool-history', 'tool-history', ['§4.5']],
     ['needs-assistant-content', 'assistant-no-content', ['§4.5']],
@@ -92,21 +111,58 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     ['ignores-max-tokens', 'max-tokens-length', ['§6.3']],
     ['mangles-unicode', 'unicode', []],
     ['shared-ids', 'concurrent-streams', ['§6.2']],
+    ['shared-ids', 'response-shape', ['§2.8 id']],
     ['cacheable-stream', 'headers', []],
     ['ignores-logprobs', 'logprobs', []],
     ['ignores-n', 'n-choices', []],
-    ['credits-ignored', 'quota-402', ['§7']],
-    ['no-retry-after', 'rate-limit-429', ['§7']],
-    ['html-413', 'body-413', ['§2.9']],
-    ['always-streams', 'completion', ['§1']],
-    ['model-not-echoed', 'model-echo', ['§2.1 model']],
-    ['usage-miscounted', 'response-shape', ['§2.8']],
-    ['accepts-missing-key', 'missing-key', ['§5.1']],
-    ['ignores-limits', 'limits', ['§8']],
+    ['credits-ignored', 'quota-402', ['§7 402']],
+    ['no-retry-after', 'rate-limit-429', ['§7 429']],
+    ['html-413', 'body-413', ['§2.9', '§7 413', '§4 errors']],
+    ['always-streams', 'completion', ['§1', '§2.1 stream', '§4 200 json']],
+    ['model-not-echoed', 'model-echo', ['§2.1 model', '§2.8 model']],
+    ['usage-miscounted', 'response-shape', ['§2.8 usage']],
+    ['accepts-missing-key', 'missing-key', ['§5.1', '§4 Authorization']],
+    ['ignores-limits', 'limit-temperature', ['§8 temperature']],
     ['no-v1', 'base-url', ['§9']],
     ['ignores-stop', 'stop-sequence', []],
     ['refuses-unknown-fields', 'unknown-fields', ['§2.1']],
-    ['object-arguments', 'tool-flow', ['§2.7', '§4.5']],
+    ['object-arguments', 'tool-flow', ['§4.5', '§2.7 function.arguments']],
+    // The table rows (rules.ts), one flaw each.
+    ['accepts-missing-messages', 'invalid-body', ['§2.1 messages']],
+    ['400-as-422', 'invalid-body', ['§7 400']],
+    ['errors-as-text', 'bad-key', ['§4 errors']],
+    ['wrong-object', 'completion', ['§2.8 object']],
+    ['wrong-finish-reason', 'response-shape', ['§2.8 choices']],
+    ['stream-as-json-type', 'stream-done', ['§4 200 event-stream']],
+    ['refuses-temperature-2', 'limit-temperature', ['§2.1 temperature']],
+    ['accepts-temperature-above-2', 'limit-temperature', ['§8 temperature']],
+    ['refuses-top-p-1', 'limit-top-p', ['§2.1 top_p']],
+    ['accepts-top-p-above-1', 'limit-top-p', ['§8 top_p']],
+    ['accepts-max-tokens-0', 'limit-max-tokens', ['§2.1 max_tokens']],
+    ['accepts-max-tokens-above-32000', 'limit-max-tokens', ['§8 max_tokens']],
+    ['ignores-tools', 'tool-flow', ['§2.1 tools']],
+    ['refuses-assistant-tool-calls', 'tool-flow', ['§2.2 tool_calls']],
+    ['needs-tool-description', 'tool-flow', ['§2.5 function.description']],
+    ['call-without-id', 'tool-flow', ['§2.7 id']],
+    ['wrong-call-type', 'tool-flow', ['§2.7 type']],
+    ['call-without-name', 'tool-flow', ['§2.7 function.name']],
+    ['accepts-unknown-role', 'message-roles', ['§2.2 role']],
+    ['accepts-missing-content', 'content-required', ['§2.2 content']],
+    ['refuses-text-parts', 'text-parts', ['§2.3 text']],
+    ['refuses-name', 'message-name', ['§2.2 name']],
+    ['accepts-tool-without-id', 'tool-message-id', ['§2.2 tool_call_id']],
+    ['image-part-crash', 'image-part', ['§2.3 image_url']],
+    ['file-part-crash', 'file-part', ['§2.3 file']],
+    ['refuses-text-format', 'response-format-text', ['§2.4 type']],
+    ['accepts-json-schema-missing', 'response-format-invalid', ['§2.4 json_schema']],
+    ['accepts-unnamed-schema', 'response-format-invalid', ['§2.4 json_schema.name']],
+    ['accepts-unknown-tool-type', 'tool-definition', ['§2.5 type']],
+    ['accepts-tool-without-function', 'tool-definition', ['§2.5 function']],
+    ['accepts-unnamed-tool', 'tool-definition', ['§2.5 function.name']],
+    ['needs-tool-parameters', 'tool-no-parameters', ['§2.5 function.parameters']],
+    ['refuses-auto-choice', 'tool-choice', ['§2.6 auto']],
+    ['ignores-required', 'tool-choice', ['§2.6 required']],
+    ['refuses-json-charset', 'content-type-charset', ['§4 Content-Type']],
   ];
   for (const [flaw, check, rules] of CAUGHT) {
     it(`catches ${flaw}: ${check} fails${rules.length ? `, and rules ${rules.join(', ')}` : ''}, with the exchange as evidence`, async () => {
@@ -135,6 +191,23 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     const proven = new Set(CAUGHT.flatMap(([, , rules]) => rules));
     const unproven = RULES.filter((r) => r.group === 'core' && !r.open && !proven.has(r.id)).map((r) => r.id);
     assert.deepEqual(unproven, []);
+  });
+
+  it('grades every extension rule by a check that fails on the minimal reference server, which lacks the extensions, and passes on this service', async () => {
+    const extensionRules = RULES.filter((r) => r.group === 'extension' && !r.open).map((r) => r.id);
+    const ungraded = extensionRules.filter((id) => !ALL_CHECKS.some((c) => c.group === 'extension' && c.rules.includes(id)));
+    assert.deepEqual(ungraded, [], 'extension rules without a check');
+    const onlyExtensions = { model: 'service', extensions: true, timeoutMs: 60_000, only: ['extension'] };
+    const minimal = await startBrokenServer();
+    closers.push(minimal.close);
+    const without = await runKit({ baseUrl: minimal.baseUrl, apiKey: GOOD_KEY, ...onlyExtensions });
+    assert.deepEqual(without.checks.filter((c) => c.status !== 'fail').map((c) => `${c.id}: ${c.status}`), []);
+    assert.deepEqual(extensionRules.filter((id) => without.rules.find((r) => r.rule.id === id)?.status !== 'fail'), []);
+    const service = await startTestServer({ engine: createScriptedEngine(obedientScript), tasks: extensionTasks(), guard: new Guard(murderScorer) });
+    closers.push(service.close);
+    const withThem = await runKit({ baseUrl: service.baseUrl, apiKey: TEST_KEY, ...onlyExtensions });
+    assert.deepEqual(withThem.checks.filter((c) => c.status !== 'pass').map((c) => `${c.id}: ${c.status}: ${c.message}`), []);
+    assert.deepEqual(withThem.checks.map((c) => c.id), ALL_CHECKS.filter((c) => c.group === 'extension').map((c) => c.id));
   });
 
   it('says what it saw: an intermediate chunk without finish_reason is reported as absent, not as having one', async () => {
@@ -179,7 +252,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
       .then(({ stdout }) => ({ code: 0, stdout }), (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }));
     const passed = await run(good.baseUrl, 'good');
     assert.equal(passed.code, 0, passed.stdout);
-    assert.match(passed.stdout, /^CONFORMS: checks 24 passed, 0 failed, 3 not offered, 3 not applicable/m);
+    assert.match(passed.stdout, /^CONFORMS: checks 38 passed, 0 failed, 3 not offered, 3 not applicable/m);
     const failed = await run(broken.baseUrl, 'broken');
     assert.equal(failed.code, 1);
     assert.match(readFileSync(join(project, 'broken', 'report.md'), 'utf8'), /\| §4\.1 \| .* \| ❌ fail \| stream-done \|/);

@@ -1,6 +1,8 @@
 import { type Check, type CheckContext, CHECKS, type Group, NotApplicable, NotOffered } from './checks.ts';
 import { COMPAT_CHECKS } from './compat-checks.ts';
+import { EXTENSION_CHECKS } from './extension-checks.ts';
 import { type Exchange, Probe } from './http-probe.ts';
+import { ROW_CHECKS } from './row-checks.ts';
 import { type Rule, RULES } from './rules.ts';
 import { runSchemathesis, type SchemathesisOptions } from './schemathesis.ts';
 
@@ -71,6 +73,9 @@ export interface KitResult {
   passed: boolean;
 }
 
+/** Core first (the numbered rules, then the table rows), then what users hit most, then this service's extensions. */
+export const ALL_CHECKS: Check[] = [...CHECKS.filter((c) => c.group === 'core'), ...ROW_CHECKS, ...COMPAT_CHECKS, ...CHECKS.filter((c) => c.group !== 'core'), ...EXTENSION_CHECKS];
+
 /** Whether a check is chosen by --only and not left out by --skip (either names an id or a group). */
 export function chosen(check: Pick<Check, 'id' | 'group'>, only: string[] = [], skip: string[] = []): boolean {
   const named = (list: string[]) => list.includes(check.id) || list.includes(check.group);
@@ -89,8 +94,7 @@ export async function runKit(options: KitOptions): Promise<KitResult> {
   const baseUrl = options.baseUrl.replace(/\/$/, '');
   const checks: CheckResult[] = [];
   const context: CheckContext = { model: options.model, keyWithoutCredits: options.keyWithoutCredits, keyLowLimit: options.keyLowLimit, bodyLimitBytes: options.bodyLimitBytes };
-  // Core first, then what users hit most, then this service's extensions.
-  const all = options.checks ?? [...CHECKS.filter((c) => c.group === 'core'), ...COMPAT_CHECKS, ...CHECKS.filter((c) => c.group !== 'core')];
+  const all = options.checks ?? ALL_CHECKS;
   for (const check of all) {
     if (check.group === 'extension' && !options.extensions) continue;
     if (!chosen(check, options.only, options.skip)) continue;
@@ -131,7 +135,7 @@ function grade(rule: Rule, checks: CheckResult[], extensions: boolean): RuleResu
   const refused = checks.filter((c) => c.rules.includes(rule.id) && c.status === 'not offered');
   if (graded.length === 0 && refused.length > 0) return { rule, status: 'not offered', basis: refused.map((c) => c.id).join(', ') };
   if (graded.length === 0) {
-    const why = rule.open ? 'the specification leaves it open ("not shown")'
+    const why = rule.open ? rule.why ?? 'the specification leaves it open ("not shown")'
       : rule.group === 'extension' && !extensions ? 'an extension of this service; not graded without --extensions' : 'no check';
     return { rule, status: 'not applicable', basis: why };
   }
