@@ -77,7 +77,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     assert.deepEqual(result.checks.filter((c) => c.status === 'not applicable').map((c) => c.id), ['quota-402', 'rate-limit-429', 'body-413']);
     const dir = mkdtempSync(join(tmpdir(), 'kit-report-'));
     writeReport(result, dir);
-    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="44" failures="0"/);
+    assert.match(readFileSync(join(dir, 'junit.xml'), 'utf8'), /<testsuite name="conformance of [^"]+" tests="47" failures="0"/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.1 \| stream: true gives .* \| ✅ pass \| stream-done \|/);
     assert.match(readFileSync(join(dir, 'report.md'), 'utf8'), /\| §4\.4 \| .* \| — not applicable \| an extension of this service/);
     assert.match(readFileSync(join(dir, 'report.html'), 'utf8'), /<h1>Conformance of http:\/\/127\.0\.0\.1:\d+\/v1<\/h1>/);
@@ -111,7 +111,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     ['ignores-max-tokens', 'max-tokens-length', ['§6.3']],
     ['mangles-unicode', 'unicode', []],
     ['shared-ids', 'concurrent-streams', ['§6.2']],
-    ['shared-ids', 'response-shape', ['§2.8 id']],
+    ['shared-ids', 'completion-ids', ['§2.8 id']],
     ['cacheable-stream', 'headers', []],
     ['ignores-logprobs', 'logprobs', []],
     ['ignores-n', 'n-choices', []],
@@ -126,7 +126,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     ['no-v1', 'base-url', ['§9']],
     ['ignores-stop', 'stop-sequence', []],
     ['refuses-unknown-fields', 'unknown-fields', ['§2.1']],
-    ['object-arguments', 'tool-flow', ['§4.5', '§2.7 function.arguments']],
+    ['object-arguments', 'tool-flow', ['§2.7 function.arguments']],
     // The table rows (rules.ts), one flaw each.
     ['accepts-missing-messages', 'invalid-body', ['§2.1 messages']],
     ['400-as-422', 'invalid-body', ['§7 400']],
@@ -141,8 +141,8 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     ['accepts-max-tokens-0', 'limit-max-tokens', ['§2.1 max_tokens']],
     ['accepts-max-tokens-above-32000', 'limit-max-tokens', ['§8 max_tokens']],
     ['ignores-tools', 'tool-flow', ['§2.1 tools']],
-    ['refuses-assistant-tool-calls', 'tool-flow', ['§2.2 tool_calls']],
-    ['needs-tool-description', 'tool-flow', ['§2.5 function.description']],
+    ['refuses-assistant-tool-calls', 'assistant-tool-calls', ['§2.2 tool_calls']],
+    ['needs-tool-description', 'tool-no-description', ['§2.5 function.description']],
     ['call-without-id', 'tool-flow', ['§2.7 id']],
     ['wrong-call-type', 'tool-flow', ['§2.7 type']],
     ['call-without-name', 'tool-flow', ['§2.7 function.name']],
@@ -210,6 +210,18 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     assert.deepEqual(withThem.checks.map((c) => c.id), ALL_CHECKS.filter((c) => c.group === 'extension').map((c) => c.id));
   });
 
+  it('fails only the rules a failure concerns: a server that never calls a tool fails §2.1 tools, and the ToolCall rows are not graded, not failed', async () => {
+    const server = await startBrokenServer(['ignores-tools']);
+    closers.push(server.close);
+    const result = await grade(server.baseUrl, GOOD_KEY, DRIVE);
+    const row = (id: string) => result.rules.find((r) => r.rule.id === id)!;
+    assert.equal(row('§2.1 tools').status, 'fail');
+    assert.deepEqual([row('§2.7 id').status, row('§2.7 id').basis], ['not applicable', 'not graded: tool-flow failed on another rule first']);
+    // tool_choice auto was answered (with text), so its row is not failed with required's.
+    assert.equal(row('§2.6 required').status, 'fail');
+    assert.equal(row('§2.6 auto').status, 'not applicable');
+  });
+
   it('says what it saw: an intermediate chunk without finish_reason is reported as absent, not as having one', async () => {
     const server = await startBrokenServer(['absent-finish-reason']);
     closers.push(server.close);
@@ -252,7 +264,7 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
       .then(({ stdout }) => ({ code: 0, stdout }), (err: { code: number; stdout: string }) => ({ code: err.code, stdout: err.stdout }));
     const passed = await run(good.baseUrl, 'good');
     assert.equal(passed.code, 0, passed.stdout);
-    assert.match(passed.stdout, /^CONFORMS: checks 38 passed, 0 failed, 3 not offered, 3 not applicable/m);
+    assert.match(passed.stdout, /^CONFORMS: checks 41 passed, 0 failed, 3 not offered, 3 not applicable/m);
     const failed = await run(broken.baseUrl, 'broken');
     assert.equal(failed.code, 1);
     assert.match(readFileSync(join(project, 'broken', 'report.md'), 'utf8'), /\| §4\.1 \| .* \| ❌ fail \| stream-done \|/);

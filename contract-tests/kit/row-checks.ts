@@ -5,6 +5,7 @@ import { ask, type Check, expect, expectEnvelope, type Json, offered } from './c
 
 /** A 1×1 PNG, as a base64 data URL (§2.3's form for an image). */
 const PNG = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Rome'] } }, required: ['city'] } } };
 const NOTE = `data:text/plain;base64,${Buffer.from('Buy milk and bread.').toString('base64')}`;
 
 const said = (answer: { status: number; text: string }, what: string) => `${what} was answered ${answer.status}: ${answer.text.slice(0, 200)}`;
@@ -51,6 +52,15 @@ export const ROW_CHECKS: Check[] = [
     id: 'message-name', title: 'A message with a name is accepted', rules: ['§2.2 name'], group: 'core',
     async run(probe, { model }) {
       expectAnswered(await probe.complete({ model, max_tokens: 4, messages: [{ role: 'user', name: 'alice', content: 'Say hello.' }] }), 'a user message with name "alice"');
+    },
+  },
+  {
+    id: 'assistant-tool-calls', title: 'An assistant message holding tool_calls, then the tool\'s result, is answered', rules: ['§2.2 tool_calls'], group: 'core',
+    async run(probe, { model }) {
+      const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } };
+      expectAnswered(await probe.complete({ model, max_tokens: 4, tools: [WEATHER], messages: [
+        { role: 'user', content: 'What is the weather in Paris?' }, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: 'call_1', content: '{"temperature":21}' },
+      ] }), 'an assistant message with tool_calls and the tool result');
     },
   },
   {
@@ -104,6 +114,15 @@ export const ROW_CHECKS: Check[] = [
         ['a tool without function', ask(model, { max_tokens: 4, tools: [{ type: 'function' }] })],
         ['a tool whose function has no name', ask(model, { max_tokens: 4, tools: [{ type: 'function', function: { description: 'The weather' } }] })],
       ]);
+    },
+  },
+  {
+    id: 'tool-no-description', title: 'A tool without a description is accepted', rules: ['§2.5 function.description'], group: 'core',
+    async run(probe, { model }) {
+      // Whether the model calls it is its own choice: graded is that the tool is accepted.
+      const tool = { type: 'function', function: { name: 'get_weather', parameters: WEATHER.function.parameters } };
+      const answer = await probe.complete({ model, max_tokens: 48, messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [tool] });
+      expect(answer.status === 200, said(answer, 'a tool without a description'));
     },
   },
   {

@@ -1,4 +1,4 @@
-import { type Check, type CheckContext, CHECKS, type Group, NotApplicable, NotOffered } from './checks.ts';
+import { type Check, type CheckContext, CheckFailure, CHECKS, type Group, NotApplicable, NotOffered } from './checks.ts';
 import { COMPAT_CHECKS } from './compat-checks.ts';
 import { EXTENSION_CHECKS } from './extension-checks.ts';
 import { type Exchange, Probe } from './http-probe.ts';
@@ -52,6 +52,8 @@ export interface CheckResult {
   group: Check['group'];
   rules: string[];
   status: Status;
+  /** The rules a failure concerns (all the check's rules unless the failure names fewer). */
+  failedRules: string[];
   message: string;
   ms: number;
   exchanges: Exchange[];
@@ -118,25 +120,33 @@ async function runCheck(check: Check, probe: Probe, context: CheckContext, timeo
   });
   let status: Status = 'pass';
   let message = '';
+  let failedRules: string[] = [];
   try {
     await Promise.race([check.run(probe, context), overrun]);
   } catch (err) {
     status = err instanceof NotOffered ? 'not offered' : err instanceof NotApplicable ? 'not applicable' : 'fail';
     message = err instanceof Error ? err.message : String(err);
+    if (status === 'fail') {
+      const { only, except = [] } = err instanceof CheckFailure ? err.scope : {};
+      failedRules = check.rules.filter((r) => (only ? only.includes(r) : true) && !except.includes(r));
+    }
   } finally {
     clearTimeout(timer);
   }
   const { id, title, group, rules } = check;
-  return { id, title, group, rules, status, message, ms: Math.round(performance.now() - started), exchanges: probe.exchanges };
+  return { id, title, group, rules, status, failedRules, message, ms: Math.round(performance.now() - started), exchanges: probe.exchanges };
 }
 
 function grade(rule: Rule, checks: CheckResult[], extensions: boolean): RuleResult {
-  const graded = checks.filter((c) => c.rules.includes(rule.id) && (c.status === 'pass' || c.status === 'fail'));
+  // A failed check grades only the rules its failure concerns; it stopped before the others.
+  const graded = checks.filter((c) => c.rules.includes(rule.id) && (c.status === 'pass' || c.failedRules.includes(rule.id)));
+  const stopped = checks.filter((c) => c.rules.includes(rule.id) && c.status === 'fail' && !c.failedRules.includes(rule.id));
   const refused = checks.filter((c) => c.rules.includes(rule.id) && c.status === 'not offered');
   if (graded.length === 0 && refused.length > 0) return { rule, status: 'not offered', basis: refused.map((c) => c.id).join(', ') };
   if (graded.length === 0) {
     const why = rule.open ? rule.why ?? 'the specification leaves it open ("not shown")'
-      : rule.group === 'extension' && !extensions ? 'an extension of this service; not graded without --extensions' : 'no check';
+      : rule.group === 'extension' && !extensions ? 'an extension of this service; not graded without --extensions'
+        : stopped.length > 0 ? `not graded: ${stopped.map((c) => `${c.id} failed on another rule first`).join(', ')}` : 'no check';
     return { rule, status: 'not applicable', basis: why };
   }
   const failed = graded.filter((c) => c.status === 'fail');

@@ -46,9 +46,11 @@ export async function runSchemathesis(baseUrl: string, apiKey: string, model: st
   // What failed, as Schemathesis explains it (its FAILURES section), else its closing lines.
   const failures = /=+ FAILURES =+([\s\S]*?)(=+ [A-Z ]+ =+|$)/.exec(outcome.output)?.[1]?.trim();
   const summary = (failures ?? outcome.output.split('\n').slice(-12).join('\n')).slice(0, 3000);
+  // What it grades: request validation, and answers and errors against the contract's schemas.
+  const rules = ['§2.1', '§2.9', '§4 200 json', '§4 errors'];
   return {
-    id: 'schemathesis', title: `Schemathesis, ${options.examples} cases per phase, against the core contract`, group: 'core', rules: ['§2.1', '§2.8', '§7'],
-    status: outcome.code === 0 ? 'pass' : 'fail', message: outcome.code === 0 ? '' : `Schemathesis exited ${outcome.code}`,
+    id: 'schemathesis', title: `Schemathesis, ${options.examples} cases per phase, against the core contract`, group: 'core', rules,
+    status: outcome.code === 0 ? 'pass' : 'fail', failedRules: outcome.code === 0 ? [] : rules, message: outcome.code === 0 ? '' : `Schemathesis exited ${outcome.code}`,
     ms: Math.round(performance.now() - started),
     exchanges: [{ request: `st ${args.join(' ').replace(apiKey, '***')}`, response: summary }],
   };
