@@ -238,6 +238,8 @@ describe('the conformance kit', { timeout: 300_000 }, () => {
     assert.deepEqual(only.checks.map((c) => [c.id, c.status]), [['stream-done', 'fail'], ['bad-key', 'pass']]);
     assert.deepEqual(only.scores.core, { passed: 1, failed: 1, notOffered: 0, notApplicable: 0, percent: 50 });
     assert.equal(only.scores.compat.percent, null);
+    // A rule whose checks were left out says so, rather than that it has no check.
+    assert.equal(only.rules.find((r) => r.rule.id === '§2.6 auto')?.basis, 'not graded in this run: tool-choice left out');
     const skipped = await runKit({ baseUrl: server.baseUrl, apiKey: GOOD_KEY, model: 'service', extensions: false, timeoutMs: 60_000, skip: ['stream-done', 'stream-chunks', 'compat', 'extension'] });
     assert.ok(skipped.checks.length > 0 && skipped.checks.every((c) => !c.id.startsWith('stream-') && c.group === 'core'));
     assert.ok(skipped.passed, 'without the stream checks, nothing fails');

@@ -105,7 +105,8 @@ export async function runKit(options: KitOptions): Promise<KitResult> {
   if (options.schemathesis && chosen({ id: 'schemathesis', group: 'core' }, options.only, options.skip)) {
     checks.push(await runSchemathesis(baseUrl, options.apiKey, options.model, options.schemathesis));
   }
-  const rules = RULES.map((rule) => grade(rule, checks, options.extensions));
+  const leftOut = all.filter((c) => !checks.some((r) => r.id === c.id)).map((c) => ({ id: c.id, rules: c.rules }));
+  const rules = RULES.map((rule) => grade(rule, checks, options.extensions, leftOut));
   const { apiKey: _, checks: __, keyWithoutCredits: ___, keyLowLimit: ____, ...shown } = options;
   const scores = { core: score(checks.filter((c) => c.group === 'core')), compat: score(checks.filter((c) => c.group === 'compat')),
     extension: score(checks.filter((c) => c.group === 'extension')), overall: score(checks) };
@@ -137,16 +138,18 @@ async function runCheck(check: Check, probe: Probe, context: CheckContext, timeo
   return { id, title, group, rules, status, failedRules, message, ms: Math.round(performance.now() - started), exchanges: probe.exchanges };
 }
 
-function grade(rule: Rule, checks: CheckResult[], extensions: boolean): RuleResult {
+function grade(rule: Rule, checks: CheckResult[], extensions: boolean, leftOut: Pick<Check, 'id' | 'rules'>[]): RuleResult {
   // A failed check grades only the rules its failure concerns; it stopped before the others.
   const graded = checks.filter((c) => c.rules.includes(rule.id) && (c.status === 'pass' || c.failedRules.includes(rule.id)));
   const stopped = checks.filter((c) => c.rules.includes(rule.id) && c.status === 'fail' && !c.failedRules.includes(rule.id));
+  const unrun = leftOut.filter((c) => c.rules.includes(rule.id)).map((c) => c.id);
   const refused = checks.filter((c) => c.rules.includes(rule.id) && c.status === 'not offered');
   if (graded.length === 0 && refused.length > 0) return { rule, status: 'not offered', basis: refused.map((c) => c.id).join(', ') };
   if (graded.length === 0) {
     const why = rule.open ? rule.why ?? 'the specification leaves it open ("not shown")'
       : rule.group === 'extension' && !extensions ? 'an extension of this service; not graded without --extensions'
-        : stopped.length > 0 ? `not graded: ${stopped.map((c) => `${c.id} failed on another rule first`).join(', ')}` : 'no check';
+        : stopped.length > 0 ? `not graded: ${stopped.map((c) => `${c.id} failed on another rule first`).join(', ')}`
+          : unrun.length > 0 ? `not graded in this run: ${unrun.join(', ')} left out` : 'no check';
     return { rule, status: 'not applicable', basis: why };
   }
   const failed = graded.filter((c) => c.status === 'fail');
