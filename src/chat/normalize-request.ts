@@ -103,9 +103,7 @@ function compileTool(tool: Tool, i: number, budget: SchemaBudget): EngineTool {
   return {
     name,
     ...(description ? { description } : {}),
-    // Left out, parameters mean an empty parameter list (the wire format's reading): only {} fits, so
-    // a grammar built from it closes the object at once instead of letting a model fill it.
-    parameters: compileSchema(parameters ?? { type: 'object', properties: {}, additionalProperties: false }, `tools[${i}].function.parameters`, budget),
+    parameters: compileSchema(parameters ?? { type: 'object', properties: {} }, `tools[${i}].function.parameters`, budget),
   };
 }
 
