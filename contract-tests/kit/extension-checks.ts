@@ -20,8 +20,13 @@ export function onePagePdf(text: string): string {
   return `${pdf}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
 }
 
-/** A request no earlier one matched, so the cache cannot have it yet. */
-const fresh = (model: string, what: string) => ({ model, max_tokens: 8, messages: [{ role: 'user', content: `Say hello to ${what} ${Date.now()}-${Math.random().toString(36).slice(2, 8)}.` }] });
+/**
+ * A request no earlier one matched, so the cache cannot have it yet. A task's answer ends normally,
+ * so it is stored; a model's answer cut at max_tokens would not be (a kit must stay fast).
+ */
+const fresh = (model: string, what: string) => ({ model, messages: [
+  { role: 'system', content: '<task>translate</task> to Spanish' }, { role: 'user', content: `Good morning, ${what} ${Date.now()}-${Math.random().toString(36).slice(2, 8)}` },
+] });
 
 async function vcacheOf(probe: Probe, body: object, headers: Record<string, string> = {}): Promise<unknown> {
   const answer = await probe.complete(body, { headers });
