@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixedTerms, oneWordApart, wordPrints } from '../src/chat/semantic/candidate-filter.ts';
+import { fixedTerms, wordsApart, wordPrints } from '../src/chat/semantic/candidate-filter.ts';
 import { MiniLmEmbedder, similarity } from '../src/chat/semantic/embedder.ts';
 import type { ChatCompletionResponse } from '../src/contract/wire-types.ts';
 import { createScriptedEngine, type Script } from '../src/engines/scripted-engine.ts';
@@ -154,7 +154,7 @@ async function main() {
     for (const req of stream(part, seed)) {
       const v = vectors.get(req.text)!;
       let best: [string, number] | undefined;
-      for (const s of stored) { if (filtered && (fixedTerms(s) !== fixedTerms(req.text) || oneWordApart(wordPrints(s), wordPrints(req.text)))) continue; const sim = similarity(v, vectors.get(s)!); if (!best || sim > best[1]) best = [s, sim]; }
+      for (const s of stored) { if (filtered && (fixedTerms(s) !== fixedTerms(req.text) || wordsApart(wordPrints(s), wordPrints(req.text)))) continue; const sim = similarity(v, vectors.get(s)!); if (!best || sim > best[1]) best = [s, sim]; }
       const exact = stored.includes(req.text);
       const hit = exact || (best !== undefined && best[1] >= t);
       const served = exact ? answer.get(req.text)! : hit ? answer.get(best![0])! : answer.get(req.text)!;

@@ -6,7 +6,7 @@ import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 import { decodeVector, type Embedder, encodeVector, similarity } from '../semantic/embedder.ts';
-import { fixedTerms, oneWordApart, wordPrints } from '../semantic/candidate-filter.ts';
+import { fixedTerms, wordsApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
 import { type CachedAnswer, verified } from './verified-cache.ts';
@@ -47,10 +47,10 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     if (!found) return next(ctx);
     // The candidate filter, before any similarity: only texts with the same fixed terms (numbers,
     // units, names, extremes, operators, negations) share a key, so a near miss that changes one is
-    // never compared, however near its vector; nor is an entry one word apart (candidate-filter.ts).
+    // never compared, however near its vector; nor is an entry a few words apart (candidate-filter.ts).
     const semantic = { ...found, key: createHash('sha256').update(`${found.key}\n${fixedTerms(found.text)}`).digest('hex') };
     const words = wordPrints(semantic.text);
-    const candidates = (await store.semanticEntries(semantic.key)).filter((entry) => !(entry.words && oneWordApart(entry.words, words)));
+    const candidates = (await store.semanticEntries(semantic.key)).filter((entry) => !(entry.words && wordsApart(entry.words, words)));
     // A cache that cannot embed is a miss, never a failed request: the exact layer still ran.
     const embed = () => embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
       ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
