@@ -1,4 +1,4 @@
-// The semantic cache, measured on a labelled set (bench/data/semantic-cache.txt): paraphrase
+// The semantic cache, measured on labelled sets (bench/data/semantic-cache*.txt): paraphrase
 // groups (one answer each) and near-miss pairs (alike in words, different answers). Side by side
 // in one run: the exact cache alone; a fixed-threshold semantic cache (what gateways ship: the
 // nearest earlier prompt answers when its cosine is at least t), for t = 0.8 and for the t chosen
@@ -9,12 +9,15 @@
 //
 // The tuning part runs PASSES times, each under a seed of its own (another semantic key, the same
 // tenant's pool of verifications), then the held-out part once under a new seed: its figures are
-// the ones that count; it never chose anything. Also: the added latency of a miss (p50), the
+// the ones that count; it never chose anything. The held-out part is its own file, sealed by its
+// SHA-256 (HELDOUT_SHA256): outside data (fow-cache's question pairs, CC BY 4.0), with the one-sided
+// 95% upper bound on the false-hit rate its count allows. Also: the added latency of a miss (p50), the
 // verified server against the exact one on the same unseen prompts. Writes bench/results/semantic-cache.json.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixedTerms, oneWordApart, wordPrints } from '../src/chat/semantic/candidate-filter.ts';
+import { fixedTerms, wordsApart, wordPrints } from '../src/chat/semantic/candidate-filter.ts';
 import { MiniLmEmbedder, similarity } from '../src/chat/semantic/embedder.ts';
 import type { ChatCompletionResponse } from '../src/contract/wire-types.ts';
 import { createScriptedEngine, type Script } from '../src/engines/scripted-engine.ts';
@@ -24,6 +27,8 @@ import { postCompletion, startTestServer } from '../src/testing/test-server.ts';
 const PASSES = Number(process.env.BENCH_PASSES ?? 5);
 /** BENCH_TUNING_ONLY=1: the tuning part only, nothing written (for designing without seeing the held-out part). */
 const TUNING_ONLY = process.env.BENCH_TUNING_ONLY === '1';
+/** BENCH_LATENCY_ONLY=1: the miss latency only, on tuning prompts, nothing written. */
+const LATENCY_ONLY = process.env.BENCH_LATENCY_ONLY === '1';
 const MAX_ERROR = Number(process.env.CACHE_MAX_ERROR ?? 0.02);
 /** The verified cache runs at δ and at looser bounds, to show what the bound costs. */
 const DELTAS = [MAX_ERROR, 0.05, 0.1];
@@ -33,23 +38,50 @@ const ROOT = new URL('..', import.meta.url).pathname;
 interface Part { groups: string[][]; pairs: [string, string][]; }
 const answer = new Map<string, string>();
 
-function load(): { tune: Part; heldout: Part } {
-  const parts = { tune: { groups: [], pairs: [] } as Part, heldout: { groups: [], pairs: [] } as Part };
-  let part = parts.tune;
-  for (const line of readFileSync(`${ROOT}bench/data/semantic-cache.txt`, 'utf8').split('\n')) {
-    if (line.startsWith('--- heldout')) part = parts.heldout;
+/** The held-out set, sealed: written before any tuning of round 2 and never run while tuning; a changed file is refused. */
+const HELDOUT = 'bench/data/semantic-cache-heldout-2.txt';
+const HELDOUT_SHA256 = '42f61d5754a927506834e4877ea10cc308cecd83667b8ca8a87a7cf52be01e24';
+/** Tuning data: the hand-written set (its former held-out part is spent: it was seen) and fow-cache's tuning half. */
+const TUNING = ['bench/data/semantic-cache.txt', 'bench/data/semantic-cache-tuning-2.txt'];
+
+function parse(text: string, into: Part) {
+  for (const line of text.split('\n')) {
     if (line.startsWith('G ')) {
       const [label, ...phrasings] = line.slice(2).split('|').map((s) => s.trim());
       for (const p of phrasings) answer.set(p, label!);
-      part.groups.push(phrasings);
+      into.groups.push(phrasings);
     } else if (line.startsWith('N ')) {
       const [first, second] = line.slice(2).split('||').map((half) => half.split('|').map((s) => s.trim()));
       answer.set(first![1]!, first![0]!);
       answer.set(second![1]!, second![0]!);
-      part.pairs.push([first![1]!, second![1]!]);
+      into.pairs.push([first![1]!, second![1]!]);
     }
   }
+}
+
+function load(): { tune: Part; heldout: Part } {
+  const parts = { tune: { groups: [], pairs: [] } as Part, heldout: { groups: [], pairs: [] } as Part };
+  for (const file of TUNING) parse(readFileSync(`${ROOT}${file}`, 'utf8'), parts.tune);
+  if (TUNING_ONLY || LATENCY_ONLY) return parts; // the held-out questions are not even embedded
+  const sealed = readFileSync(`${ROOT}${HELDOUT}`);
+  const sha = createHash('sha256').update(sealed).digest('hex');
+  if (sha !== HELDOUT_SHA256) throw new Error(`${HELDOUT} changed (SHA-256 ${sha}, sealed ${HELDOUT_SHA256}): a held-out set is not edited; write a new one`);
+  parse(sealed.toString('utf8'), parts.heldout);
   return parts;
+}
+
+/** The one-sided 95% upper bound on a rate after k events in n trials (Clopper-Pearson, by bisection on the binomial tail). */
+function upperBound95(k: number, n: number): number {
+  if (n === 0) return 1;
+  if (k >= n) return 1;
+  const tail = (p: number) => { // P(X <= k) for X ~ Binomial(n, p)
+    let term = (1 - p) ** n; let sum = term;
+    for (let i = 1; i <= k; i++) { term *= ((n - i + 1) / i) * (p / (1 - p)); sum += term; }
+    return sum;
+  };
+  let lo = k / n; let hi = 1;
+  for (let i = 0; i < 60; i++) { const mid = (lo + hi) / 2; if (tail(mid) > 0.05) lo = mid; else hi = mid; }
+  return hi;
 }
 
 /** A seeded shuffle (mulberry32), so a run is repeatable. */
@@ -85,6 +117,7 @@ const groupOf = (part: Part) => new Map(part.groups.flatMap((g, i) => g.map((p) 
 const rates = (t: Tally) => ({ ...t,
   paraphraseHitRate: t.paraphrases ? t.paraphraseHits / t.paraphrases : 0,
   nearMissFalseHitRate: t.nearMisses ? t.falseNearHits / t.nearMisses : 0,
+  nearMissFalseHitUpper95: upperBound95(t.falseNearHits, t.nearMisses),
   errorAmongHits: t.hits ? t.wrongHits / t.hits : 0 });
 
 const meaning: Script = (request) => [
@@ -94,7 +127,23 @@ const meaning: Script = (request) => [
 
 async function main() {
   const { tune, heldout } = load();
-  const embedder = new MiniLmEmbedder({ python: `${ROOT}.venv-guard/bin/python`, threads: Number(process.env.THREADS ?? 1), timeoutMs: 60_000, maxQueued: 100, perCaller: 100 });
+  const encoder = new MiniLmEmbedder({ python: `${ROOT}.venv-guard/bin/python`, threads: Number(process.env.THREADS ?? 1), timeoutMs: 60_000, maxQueued: 100, perCaller: 100 });
+  // A miss with nothing to compare embeds beside its generation and stores its entry after the
+  // answer. The scripted model answers at once, where a real one takes longer than the embedding:
+  // so the next request waits for those stores (settled), as it would behind a real generation.
+  const pending = new Set<Promise<unknown>>();
+  let embeds = 0;
+  const embedder = {
+    embed(text: string, caller?: string) {
+      embeds++;
+      const p = encoder.embed(text, caller);
+      pending.add(p);
+      void p.finally(() => pending.delete(p)).catch(() => undefined);
+      return p;
+    },
+    close: () => encoder.close(),
+  };
+  const settled = async () => { while (pending.size > 0) await Promise.allSettled([...pending]); await new Promise((r) => setImmediate(r)); };
   const vectors = new Map<string, Float32Array>();
   for (const text of answer.keys()) vectors.set(text, await embedder.embed(text));
 
@@ -105,7 +154,7 @@ async function main() {
     for (const req of stream(part, seed)) {
       const v = vectors.get(req.text)!;
       let best: [string, number] | undefined;
-      for (const s of stored) { if (filtered && (fixedTerms(s) !== fixedTerms(req.text) || oneWordApart(wordPrints(s), wordPrints(req.text)))) continue; const sim = similarity(v, vectors.get(s)!); if (!best || sim > best[1]) best = [s, sim]; }
+      for (const s of stored) { if (filtered && (fixedTerms(s) !== fixedTerms(req.text) || wordsApart(wordPrints(s), wordPrints(req.text)))) continue; const sim = similarity(v, vectors.get(s)!); if (!best || sim > best[1]) best = [s, sim]; }
       const exact = stored.includes(req.text);
       const hit = exact || (best !== undefined && best[1] >= t);
       const served = exact ? answer.get(req.text)! : hit ? answer.get(best![0])! : answer.get(req.text)!;
@@ -136,6 +185,7 @@ async function main() {
     const groups = groupOf(part); const seen = new Set<number>();
     for (const req of stream(part, seed)) {
       const r = await ask(baseUrl, req.text, seed);
+      await settled();
       const g = groups.get(req.text);
       count(into, req, r.hit, r.served, g !== undefined && seen.has(g));
       if (g !== undefined) seen.add(g);
@@ -143,65 +193,84 @@ async function main() {
     }
   };
 
-  const rows: Record<string, { tune: Tally; heldout: Tally }> = {};
-  const runs: [string, boolean, number][] = [['exact', false, MAX_ERROR], ...DELTAS.map((d): [string, boolean, number] => [`verified δ=${d}`, true, d])];
-  for (const [name, semantic, delta] of runs) {
-    const s = await server(semantic, delta);
-    rows[name] = { tune: tally(), heldout: tally() };
-    for (let pass = 1; pass <= PASSES; pass++) await run(s.baseUrl, tune, pass, rows[name].tune);
-    if (!TUNING_ONLY) await run(s.baseUrl, heldout, 1000, rows[name].heldout);
-    await s.close();
-  }
-  // The fixed threshold 0.80 behind the candidate filter (same fixed terms, not one word apart), as the verified layer compares.
-  for (const [t, filtered] of [[0.8, false], [tuned, false], [0.8, true]] as const) {
-    const row = { tune: tally(), heldout: tally() };
-    for (let pass = 1; pass <= PASSES; pass++) fixed(tune, pass, t, row.tune, filtered);
-    if (!TUNING_ONLY) fixed(heldout, 1000, t, row.heldout, filtered);
-    rows[`fixed t=${t.toFixed(2)}${t === tuned && !filtered ? ' (tuned)' : ''}${filtered ? ' + filter' : ''}`] = row;
-  }
-  if (TUNING_ONLY) {
-    for (const [name, r] of Object.entries(rows)) {
-      const x = rates(r.tune);
-      console.log(`${name.padEnd(26)} tuning: paraphrase hits ${pct(x.paraphraseHitRate)} (${x.paraphraseHits}/${x.paraphrases}), near-miss false hits ${pct(x.nearMissFalseHitRate)} (${x.falseNearHits}/${x.nearMisses}), wrong among hits ${x.wrongHits}/${x.hits}`);
+  async function measureRates() {
+    const runs: [string, boolean, number][] = [['exact', false, MAX_ERROR], ...DELTAS.map((d): [string, boolean, number] => [`verified δ=${d}`, true, d])];
+    for (const [name, semantic, delta] of runs) {
+      const s = await server(semantic, delta);
+      rows[name] = { tune: tally(), heldout: tally() };
+      for (let pass = 1; pass <= PASSES; pass++) await run(s.baseUrl, tune, pass, rows[name].tune);
+      if (!TUNING_ONLY) await run(s.baseUrl, heldout, 1000, rows[name].heldout);
+      await s.close();
     }
-    await embedder.close();
-    return;
+    // The fixed threshold 0.80 behind the candidate filter (same fixed terms, not one word apart), as the verified layer compares.
+    for (const [t, filtered] of [[0.8, false], [tuned, false], [0.8, true]] as const) {
+      const row = { tune: tally(), heldout: tally() };
+      for (let pass = 1; pass <= PASSES; pass++) fixed(tune, pass, t, row.tune, filtered);
+      if (!TUNING_ONLY) fixed(heldout, 1000, t, row.heldout, filtered);
+      rows[`fixed t=${t.toFixed(2)}${t === tuned && !filtered ? ' (tuned)' : ''}${filtered ? ' + filter' : ''}`] = row;
+    }
+    if (TUNING_ONLY) {
+      for (const [name, r] of Object.entries(rows)) {
+        const x = rates(r.tune);
+        console.log(`${name.padEnd(26)} tuning: paraphrase hits ${pct(x.paraphraseHitRate)} (${x.paraphraseHits}/${x.paraphrases}), near-miss false hits ${pct(x.nearMissFalseHitRate)} (${x.falseNearHits}/${x.nearMisses}), wrong among hits ${x.wrongHits}/${x.hits}`);
+      }
+    }
   }
-
-  // --- the added latency of a miss: the same unseen prompts, each server fresh, a warm-up first --
-  const latency: Record<string, number> = {};
+  const rows: Record<string, { tune: Tally; heldout: Tally }> = {};
+  if (!LATENCY_ONLY) await measureRates();
+  if (TUNING_ONLY) { await embedder.close(); return; }
+  // --- the added latency of a miss, against the exact server on the same unseen prompts, each
+  // server fresh, a warm-up first. Two cases: no candidate (each prompt under a seed of its own: a
+  // semantic key with no entry, so nothing is embedded before the answer), and candidates that
+  // lose (the key already holds entries of other questions, so the prompt is embedded and compared,
+  // and served nothing: cold entries). Also the embedding alone, and the load average.
+  const loadAverage = os.loadavg();
   const embedMs: number[] = [];
   for (const text of [...answer.keys()].slice(0, 60)) {
     const started = performance.now();
     await embedder.embed(`${text} `);
     embedMs.push(performance.now() - started);
   }
-  embedMs.sort((a, b) => a - b);
-  const unseen = [...answer.keys()].slice(0, 60);
-  for (const [name, semantic] of [['exact', false], ['semantic', true]] as const) {
+  // Prompts with no fixed terms share one key (per seed); the first 40 fill it, the next 60 are measured.
+  const plain = [...answer.keys()].filter((text) => fixedTerms(text) === '|||');
+  const [fill, unseen] = [plain.slice(0, 40), plain.slice(40, 100)];
+  const latency: Record<string, number> = {};
+  for (const [name, semantic, lose] of [['exact', false, false], ['no candidate', true, false], ['exact (filled)', false, true], ['candidates that lose', true, true]] as const) {
     const s = await server(semantic);
     await ask(s.baseUrl, 'warm up', 1);
+    if (lose) for (const text of fill) { await ask(s.baseUrl, text, 1); await settled(); }
     const ms: number[] = [];
-    for (const text of unseen) ms.push((await ask(s.baseUrl, text, 1)).ms);
-    ms.sort((a, b) => a - b);
-    latency[name] = ms[Math.floor(ms.length / 2)]!;
+    for (const [i, text] of unseen.entries()) {
+      const before = embeds;
+      ms.push((await ask(s.baseUrl, text, lose ? 1 : 1000 + i)).ms);
+      await settled();
+      if (semantic && embeds !== before + 1) throw new Error(`a measured miss embedded ${embeds - before} times`);
+    }
+    latency[name] = p50(ms);
     await s.close();
   }
   await embedder.close();
+  const missP50Ms = {
+    noCandidate: { exact: round(latency.exact!), semantic: round(latency['no candidate']!), added: round(latency['no candidate']! - latency.exact!) },
+    candidatesThatLose: { exact: round(latency['exact (filled)']!), semantic: round(latency['candidates that lose']!), added: round(latency['candidates that lose']! - latency['exact (filled)']!) },
+    embedOnly: round(p50(embedMs)), loadAverage: loadAverage.map(round), measured: unseen.length,
+  };
 
+  if (LATENCY_ONLY) { console.log('miss p50 ms (tuning prompts)', JSON.stringify(missP50Ms)); return; }
   const result = {
     delta: MAX_ERROR, verifyShare: VERIFY_SHARE, tuningPasses: PASSES, tunedThreshold: tuned,
     set: { tune: { groups: tune.groups.length, pairs: tune.pairs.length }, heldout: { groups: heldout.groups.length, pairs: heldout.pairs.length } },
     rows: Object.fromEntries(Object.entries(rows).map(([name, r]) => [name, { tune: rates(r.tune), heldout: rates(r.heldout) }])),
-    missP50Ms: { exact: round(latency.exact!), semantic: round(latency.semantic!), added: round(latency.semantic! - latency.exact!), embedOnly: round(embedMs[Math.floor(embedMs.length / 2)]!) },
+    missP50Ms,
   };
   writeFileSync(`${ROOT}bench/results/semantic-cache.json`, `${JSON.stringify(result, null, 2)}\n`);
   for (const [name, r] of Object.entries(result.rows)) {
-    console.log(`${name.padEnd(24)} held-out: paraphrase hits ${pct(r.heldout.paraphraseHitRate)} (${r.heldout.paraphraseHits}/${r.heldout.paraphrases}), near-miss false hits ${pct(r.heldout.nearMissFalseHitRate)} (${r.heldout.falseNearHits}/${r.heldout.nearMisses}), wrong among hits ${r.heldout.wrongHits}/${r.heldout.hits}; tuning: ${pct(r.tune.paraphraseHitRate)}, ${pct(r.tune.nearMissFalseHitRate)}`);
+    console.log(`${name.padEnd(24)} held-out: paraphrase hits ${pct(r.heldout.paraphraseHitRate)} (${r.heldout.paraphraseHits}/${r.heldout.paraphrases}), near-miss false hits ${pct(r.heldout.nearMissFalseHitRate)} (${r.heldout.falseNearHits}/${r.heldout.nearMisses}, 95% upper bound ${pct(r.heldout.nearMissFalseHitUpper95)}), wrong among hits ${r.heldout.wrongHits}/${r.heldout.hits}; tuning: ${pct(r.tune.paraphraseHitRate)}, ${pct(r.tune.nearMissFalseHitRate)}`);
   }
   console.log('miss p50 ms', result.missP50Ms);
 }
 const round = (n: number) => Math.round(n * 100) / 100;
+const p50 = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)]!;
 const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
 
 await main();

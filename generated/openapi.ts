@@ -905,7 +905,7 @@ export interface components {
          *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
          *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
          *     cached one meant, everything else above equal (and the `model` too), its numbers, units,
-         *     names and negations the same and not one word apart, when the verifications of that entry
+         *     names, negations and direction the same and not a few words swapped, when the verifications of that entry
          *     and of its caller's scope keep the estimated probability of a wrong answer under the
          *     deployment's bound; also with `vcache: true`. This header skips that layer as well.
          */
@@ -979,7 +979,7 @@ export interface operations {
                  *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
                  *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
                  *     cached one meant, everything else above equal (and the `model` too), its numbers, units,
-                 *     names and negations the same and not one word apart, when the verifications of that entry
+                 *     names, negations and direction the same and not a few words swapped, when the verifications of that entry
                  *     and of its caller's scope keep the estimated probability of a wrong answer under the
                  *     deployment's bound; also with `vcache: true`. This header skips that layer as well.
                  */

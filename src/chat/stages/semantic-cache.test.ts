@@ -169,6 +169,34 @@ describe('the semantic cache under its bound', () => {
   });
 });
 
+describe('the semantic cache on a miss with nothing to compare', () => {
+  it('answers without waiting for the embedding, which is stored once it is ready', { timeout: 120_000 }, async () => {
+    // The encoder holds every embedding until the test lets it go: before the fix the first
+    // question, which has no entry to be compared with, waited for it and this test hung.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let embeds = 0;
+    const held: Embedder = { async embed(text) { embeds++; await gate; return embedder.embed(text); } };
+    const inner = createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), cacheMaxEntries: 1000 });
+    let stored!: () => void;
+    const added = new Promise<void>((resolve) => (stored = resolve));
+    const store: Store = { ...inner, semanticAdd: async (...args) => { await inner.semanticAdd(...args); stored(); } };
+    const s = await start(0.4, () => 1, store, held);
+    try {
+      const first = await s.json(ask('a'));
+      assert.equal(first.choices[0]?.message.content, 'Paris');
+      assert.equal(embeds, 1, 'the entry\'s embedding was never asked for');
+      release();
+      await added;
+      assert.equal((await s.json(ask('p1'))).vcache, false, 'a cold entry answered');
+      assert.equal((await s.json(ask('p2'))).vcache, true, 'the entry stored after its answer was never found');
+    } finally {
+      release();
+      await s.server.close();
+    }
+  });
+});
+
 describe('the semantic cache\'s candidate filter', () => {
   // Real words on the circle: the near miss is nearer to the cached question (0.96) than any of its
   // verified paraphrases (0.90 to 0.94), as MiniLM puts them; only the filter (another name, another

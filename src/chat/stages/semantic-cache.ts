@@ -6,7 +6,7 @@ import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 import { decodeVector, type Embedder, encodeVector, similarity } from '../semantic/embedder.ts';
-import { fixedTerms, oneWordApart, wordPrints } from '../semantic/candidate-filter.ts';
+import { fixedTerms, wordsApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
 import { type CachedAnswer, verified } from './verified-cache.ts';
@@ -47,16 +47,34 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     if (!found) return next(ctx);
     // The candidate filter, before any similarity: only texts with the same fixed terms (numbers,
     // units, names, extremes, operators, negations) share a key, so a near miss that changes one is
-    // never compared, however near its vector; nor is an entry one word apart (candidate-filter.ts).
+    // never compared, however near its vector; nor is an entry a few words apart (candidate-filter.ts).
     const semantic = { ...found, key: createHash('sha256').update(`${found.key}\n${fixedTerms(found.text)}`).digest('hex') };
-    const vector = await embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
-      // A cache that cannot look is a miss, never a failed request: the exact layer still ran.
+    const words = wordPrints(semantic.text);
+    const candidates = (await store.semanticEntries(semantic.key)).filter((entry) => !(entry.words && wordsApart(entry.words, words)));
+    // A cache that cannot embed is a miss, never a failed request: the exact layer still ran.
+    const embed = () => embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
       ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
       return undefined;
     });
+    const addEntry = async (vector: Float32Array) => {
+      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(vector), answerKey: await cacheKeyOf(ctx, options.scope), words };
+      await store.semanticAdd(semantic.key, entry, MAX_ENTRIES, options.ttlSeconds);
+    };
+    if (candidates.length === 0) {
+      // Nothing could be compared, so this is a miss without any embedding: the one the new entry
+      // needs runs beside the generation and is awaited only to store it (ZDR stores none).
+      if (ctx.flags.zdr) return next(ctx);
+      const later = embed();
+      const answer = await next(ctx);
+      const learn = async () => {
+        const vector = await later;
+        if (vector) await addEntry(vector);
+      };
+      return { ...answer, events: whenVerified(answer, ctx, learn) };
+    }
+    const vector = await embed();
     if (!vector) return next(ctx);
-    const words = wordPrints(semantic.text);
-    const nearest = nearestOf(vector, (await store.semanticEntries(semantic.key)).filter((entry) => !(entry.words && oneWordApart(entry.words, words))));
+    const nearest = nearestOf(vector, candidates);
     const pool = `pool:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
 
@@ -85,8 +103,7 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
         ]);
         if (observation.ok) return; // the neighbour stands for this prompt too, and has learned from it
       }
-      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(vector), answerKey: await cacheKeyOf(ctx, options.scope), words };
-      await store.semanticAdd(semantic.key, entry, MAX_ENTRIES, ttl);
+      await addEntry(vector);
     };
     return { ...answer, events: whenVerified(answer, ctx, learn) };
   };
