@@ -53,8 +53,9 @@ describe('what an event of an answer costs, in promises', () => {
     const server = await startTestServer({ engine, validateResponses: false });
     try {
       const perEvent = await promisesPerEvent(server.baseUrl, false);
-      // Measured: 20 per event with the three as async generators, 11 with them tapping the stream.
-      assert.ok(perEvent <= 14, `${perEvent} promises per event`);
+      // Measured: 20 per event with the three as async generators, 11 with them tapping the stream,
+      // 10 with the quota's settlement a `then` instead of an async function awaiting each event.
+      assert.ok(perEvent <= 10, `${perEvent} promises per event`);
     } finally {
       await server.close();
     }
@@ -72,8 +73,8 @@ describe('what an event of an answer costs, in promises', () => {
       // Measured: 26 per event with the queue delegating with yield* to the upstream engine, which
       // delegated to a generator reading the stream; 19 with the queue a plain iterator and the
       // stream read by a synchronous reader the engine yields from; 15 with the chunks made by a
-      // plain iterator instead of an async generator.
-      assert.ok(perEvent <= 17, `${perEvent} promises per event`);
+      // plain iterator instead of an async generator; 14 with the quota's settlement a `then`.
+      assert.ok(perEvent <= 15, `${perEvent} promises per event`);
     } finally {
       await server.close();
       await upstream.close();
