@@ -1,6 +1,6 @@
 // The gateway path's cost, side by side in one run: this service in production mode in front of an
 // instant upstream, against bare node:http doing the least a gateway can (bench/gateway/). JSON
-// and streamed answers; the most each sustains at 32 connections, with the CPU each request costs
+// and streamed answers, and the service's cache hit (read against bare's JSON); the most each sustains at 32 connections, with the CPU each request costs
 // the server process; the latency it adds at one connection and at 32 connections paced at half
 // the service's capacity; and the service's heap over a soak. Each process runs on its own; this
 // one only sends load. Writes bench/results/gateway.json.
@@ -20,7 +20,8 @@ const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
 const CONNECTIONS = 32;
 const KEY = 'sk-bench-gateway';
 
-type Mode = 'json' | 'sse';
+/** `hit`: the service answering the same JSON request every time, from its verified cache (issue 26's third goal). */
+type Mode = 'json' | 'sse' | 'hit';
 /**
  * `floor` and `floor+validator` (JSON only) are Express with the service's body parser, and with
  * the contract's validator, answering a fixed completion at once: the cost of the framework the
@@ -36,7 +37,7 @@ function targetOf(port: number, mode: Mode): LoadTarget {
     // Each request differs, as real ones do: the service's cache misses and stores, as in production.
     body: (i) => JSON.stringify({
       model: 'service', max_tokens: 32, ...(mode === 'sse' ? { stream: true } : {}),
-      messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: `Say something about the number ${i}.` }],
+      messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: `Say something about the number ${mode === 'hit' ? 0 : i}.` }],
     }),
     ok: (status, body) => status === 200 && (mode === 'sse'
       ? body.endsWith('data: [DONE]\n\n') && body.includes('word19') && !body.includes('"error"')
@@ -129,8 +130,8 @@ async function main(): Promise<void> {
   const upstream = await startChildServer('bench/gateway/instant-upstream.ts', {});
   const upstreamUrl = `http://127.0.0.1:${upstream.port}/v1`;
   const cells: Cell[] = [];
-  for (const mode of ['json', 'sse'] as const) {
-    const servers: Server[] = mode === 'json' ? ['service', 'bare', 'floor', 'floor+validator'] : ['service', 'bare'];
+  for (const mode of ['json', 'sse', 'hit'] as const) {
+    const servers: Server[] = mode === 'json' ? ['service', 'bare', 'floor', 'floor+validator'] : mode === 'sse' ? ['service', 'bare'] : ['service'];
     const runs = new Map<Server, Cell[]>(servers.map((s) => [s, []]));
     for (let i = 0; i < REPEATS; i++) {
       for (const server of servers) runs.get(server)!.push(await measure(server, mode, upstreamUrl, runs.get('service')![0]?.paced.rate));
@@ -141,12 +142,14 @@ async function main(): Promise<void> {
   await upstream.stop();
 
   console.log(`\n${CONNECTIONS} connections saturated, ${SECONDS} s per measurement, median of ${REPEATS} runs; an instant upstream\n`);
-  console.log('| mode | server | req/s | ratio to bare | CPU µs/request | p99 ms, 1 connection (added) | p99 ms, 32 connections paced (added) | errors |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('| mode | server | req/s | ratio to bare | CPU µs/request | p50 ms, 1 connection (added) | p99 ms, 1 connection (added) | p99 ms, 32 connections paced (added) | errors |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const cell of cells) {
-    const bare = cells.find((c) => c.mode === cell.mode && c.server === 'bare')!;
+    // A cache hit is read against bare's JSON figures: bare has no cache.
+    const bare = cells.find((c) => c.mode === (cell.mode === 'hit' ? 'json' : cell.mode) && c.server === 'bare')!;
     const added = (a: number, b: number) => (cell.server === 'service' ? ` (+${(a - b).toFixed(2)})` : '');
     console.log(`| ${cell.mode} | ${cell.server} | ${cell.rps} | ${(cell.rps / bare.rps).toFixed(2)} | ${cell.cpuMicrosPerRequest} | `
+      + `${cell.single.p50Ms}${added(cell.single.p50Ms, bare.single.p50Ms)} | `
       + `${cell.single.p99Ms}${added(cell.single.p99Ms, bare.single.p99Ms)} | `
       + `${cell.paced.p99Ms}${added(cell.paced.p99Ms, bare.paced.p99Ms)} at ${cell.paced.rate}/s | ${cell.errors} |`);
   }

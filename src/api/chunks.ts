@@ -18,12 +18,47 @@ export interface ChunkOptions {
  * inside <think>…</think> in content deltas, as the spec asks. The first chunk, carrying the role,
  * waits for the engine's first event, so that a failure before any output (a full queue, an
  * unreachable upstream) can still leave as an HTTP error.
+ *
+ * A plain iterator over a synchronous translation of each event, not an async generator: this
+ * sits on every event of every streamed answer, where a generator's `for await` and `yield` cost
+ * several promises each.
  */
-export async function* toChunks(
+export function toChunks(
   meta: CompletionMeta,
   events: AsyncIterable<GenerationEvent>,
   options: ChunkOptions,
-): AsyncGenerator<ChatCompletionChunk> {
+): AsyncIterableIterator<ChatCompletionChunk> {
+  const source = events[Symbol.asyncIterator]();
+  const translate = chunkTranslator(meta, options);
+  const ready: ChatCompletionChunk[] = [];
+  let ended = false;
+  const finished = { done: true, value: undefined } as const;
+  const next = (): Promise<IteratorResult<ChatCompletionChunk>> => {
+    if (ready.length) return Promise.resolve({ done: false, value: ready.shift()! });
+    // After `done`, the engine's stream is closed (so it releases what it holds), as `for await` would.
+    if (ended) return Promise.resolve(source.return?.()).then(() => finished);
+    return source.next().then((result) => {
+      if (result.done) throw new Error('engine stream ended without a done event');
+      ended = translate(result.value, ready);
+      return next();
+    });
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    next,
+    return: async () => {
+      ended = true;
+      ready.length = 0;
+      await source.return?.();
+      return finished;
+    },
+  };
+}
+
+/** The chunks each event makes, in order; answers whether the event ended the answer (`done`). */
+function chunkTranslator(meta: CompletionMeta, options: ChunkOptions) {
   const chunk = (delta: ChunkDelta, finishReason: FinishReason | null = null): ChatCompletionChunk => ({
     id: meta.id,
     object: 'chat.completion.chunk',
@@ -36,43 +71,41 @@ export async function* toChunks(
   let thinking = false;
   /** Precontext entries sent so far: a stage may add one late (the guard's output verdict). */
   let shown = 0;
-  const precontextChunks = function* () {
+  // Made once per answer, not per event: a function made under tsx is also given its name, a call each.
+  const precontextChunks = (out: ChatCompletionChunk[]) => {
     const entries = options.precontext ?? [];
-    for (; shown < entries.length; shown++) yield chunk({ content: `<precontext>${JSON.stringify(entries[shown])}</precontext>` });
+    for (; shown < entries.length; shown++) out.push(chunk({ content: `<precontext>${JSON.stringify(entries[shown])}</precontext>` }));
   };
-  const closeThinking = function* () {
+  const closeThinking = (out: ChatCompletionChunk[]) => {
     if (thinking) {
       thinking = false;
-      yield chunk({ content: '</think>' });
+      out.push(chunk({ content: '</think>' }));
     }
   };
-
-  // `for await` also closes the engine's stream when this one ends early, so the engine can
-  // release what it holds (a queue slot, a sequence).
-  for await (const event of events) {
+  return (event: GenerationEvent, out: ChatCompletionChunk[]): boolean => {
     if (!started) {
       started = true;
-      yield chunk({ role: 'assistant', content: '' });
-      yield* precontextChunks();
+      out.push(chunk({ role: 'assistant', content: '' }));
+      precontextChunks(out);
     }
     switch (event.type) {
       case 'reasoning':
         if (options.reasoningDelta) {
-          if (event.text) yield chunk({ reasoning_content: event.text });
+          if (event.text) out.push(chunk({ reasoning_content: event.text }));
         } else if (!thinking) {
           thinking = true;
-          yield chunk({ content: '<think>' + event.text });
+          out.push(chunk({ content: '<think>' + event.text }));
         } else if (event.text) {
-          yield chunk({ content: event.text });
+          out.push(chunk({ content: event.text }));
         }
-        break;
+        return false;
       case 'content':
-        yield* closeThinking();
-        if (event.text) yield chunk({ content: event.text });
-        break;
+        closeThinking(out);
+        if (event.text) out.push(chunk({ content: event.text }));
+        return false;
       case 'tool_call':
-        yield* closeThinking();
-        yield chunk({
+        closeThinking(out);
+        out.push(chunk({
           tool_calls: [
             {
               index: event.index,
@@ -80,19 +113,18 @@ export async function* toChunks(
               function: { ...(event.name !== undefined ? { name: event.name } : {}), arguments: event.arguments },
             },
           ],
-        });
-        break;
+        }));
+        return false;
       case 'done': {
-        yield* closeThinking();
-        yield* precontextChunks(); // entries added while the answer was made
-        yield chunk({}, event.finishReason);
+        closeThinking(out);
+        precontextChunks(out); // entries added while the answer was made
+        out.push(chunk({}, event.finishReason));
         const { id, created, model } = meta;
         if (options.includeUsage) {
-          yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: toWireUsage(event.usage) };
+          out.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: toWireUsage(event.usage) });
         }
-        return;
+        return true;
       }
     }
-  }
-  throw new Error('engine stream ended without a done event');
+  };
 }

@@ -2,6 +2,7 @@ import type { Completion } from '../chat/pipeline.ts';
 import type { RequestContext } from '../chat/request-context.ts';
 import type { GuardrailsResult } from '../contract/wire-types.ts';
 import type { GenerationEvent } from '../engines/engine.ts';
+import { tapEvents } from '../engines/tap-events.ts';
 import type { RequestOutcome } from '../http/request-outcome.ts';
 
 const verdictsOf = (completion: Completion) =>
@@ -24,15 +25,16 @@ export function recordCompletion(outcome: RequestOutcome, ctx: RequestContext, c
  * Passes the events on, noting the time to the first output and the token counts. Output
  * verdicts join the precontext while the answer is made: the guard's codes are read again at the end.
  */
-export async function* observeEvents(events: AsyncIterable<GenerationEvent>, outcome: RequestOutcome, ctx: RequestContext, completion: Completion): AsyncGenerator<GenerationEvent> {
-  for await (const event of events) {
-    if (event.type === 'done') {
-      outcome.promptTokens = event.usage.promptTokens;
-      outcome.completionTokens = event.usage.completionTokens;
-      recordGuard(outcome, ctx, completion);
-    } else {
-      outcome.ttftMs ??= performance.now() - outcome.startedAt;
-    }
-    yield event;
-  }
+export function observeEvents(events: AsyncIterable<GenerationEvent>, outcome: RequestOutcome, ctx: RequestContext, completion: Completion): AsyncIterableIterator<GenerationEvent> {
+  return tapEvents(events, {
+    event(event) {
+      if (event.type === 'done') {
+        outcome.promptTokens = event.usage.promptTokens;
+        outcome.completionTokens = event.usage.completionTokens;
+        recordGuard(outcome, ctx, completion);
+      } else {
+        outcome.ttftMs ??= performance.now() - outcome.startedAt;
+      }
+    },
+  });
 }

@@ -57,6 +57,24 @@ describe('withQueue', () => {
     await Promise.all([first, second]);
   });
 
+  it('never starts a generation whose stream was closed while it waited (a shutdown closes it without aborting)', async () => {
+    const gated = gatedEngine();
+    const queued = withQueue(gated.engine, { concurrency: 1, maxWaiting: 10 });
+    const first = ask(queued, 'a');
+    const waiting = queued.generate(normalizeRequest({ model: 'service', messages: [{ role: 'user', content: 'b' }] } as never, new AbortController().signal))[Symbol.asyncIterator]();
+    const read = waiting.next(); // waits for the slot
+    const closed = waiting.return!();
+    await gated.release('a');
+    await first;
+    assert.deepEqual(await read, { done: true, value: undefined });
+    await closed;
+    assert.deepEqual(gated.started, ['a']);
+    const third = ask(queued, 'c'); // the slot came back
+    await gated.release('c');
+    await third;
+    assert.deepEqual(gated.started, ['a', 'c']);
+  });
+
   it('gives up the place of a request whose client left while it waited', async () => {
     const gated = gatedEngine();
     const queued = withQueue(gated.engine, { concurrency: 1, maxWaiting: 5 });

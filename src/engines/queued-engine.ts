@@ -1,5 +1,5 @@
 import { serviceUnavailable } from '../errors/service-error.ts';
-import type { Engine } from './engine.ts';
+import type { Engine, GenerationEvent } from './engine.ts';
 
 export interface QueueOptions {
   /** Generations that run at once. */
@@ -112,17 +112,62 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
     ...(engine.close ? { close: () => engine.close!() } : {}),
     ...(engine.countTokens ? { countTokens: (text: string) => engine.countTokens!(text) } : {}),
     ...(engine.generatedTokens ? { generatedTokens: () => engine.generatedTokens!() } : {}),
-    async *generate(request) {
-      await acquire(request.signal);
-      const startedAt = now();
-      try {
-        yield* engine.generate(request);
-      } finally {
-        const heldMs = now() - startedAt;
-        recentHoldMs = recentHoldMs === undefined ? heldMs : recentHoldMs + RECENT_WEIGHT * (heldMs - recentHoldMs);
-        running--;
-        next();
-      }
+    generate(request) {
+      return queued(request);
     },
   };
+
+  /**
+   * The engine's events once a slot is free; the slot is given back when they end, fail or are
+   * closed. A plain iterator, not a generator delegating with `yield*`: that costs several
+   * promises on every event of every answer, and this wraps them all.
+   */
+  function queued(request: Parameters<Engine['generate']>[0]): AsyncIterableIterator<GenerationEvent> {
+    let events: AsyncIterator<GenerationEvent> | undefined;
+    let startedAt = 0;
+    let holding = false;
+    let closed = false;
+    const release = () => {
+      if (!holding) return;
+      holding = false;
+      const heldMs = now() - startedAt;
+      recentHoldMs = recentHoldMs === undefined ? heldMs : recentHoldMs + RECENT_WEIGHT * (heldMs - recentHoldMs);
+      running--;
+      next();
+    };
+    const passed = (result: IteratorResult<GenerationEvent>) => {
+      if (result.done) release();
+      return result;
+    };
+    const failed = (err: unknown): never => {
+      release();
+      throw err;
+    };
+    const finished = { done: true, value: undefined } as const;
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      next() {
+        if (events) return events.next().then(passed, failed);
+        if (closed) return Promise.resolve(finished);
+        return acquire(request.signal).then(() => {
+          holding = true;
+          startedAt = now();
+          if (closed) return passed(finished); // closed while it waited: the slot goes back unused
+          events = engine.generate(request)[Symbol.asyncIterator]();
+          return events.next().then(passed, failed);
+        });
+      },
+      async return() {
+        closed = true;
+        try {
+          await events?.return?.();
+        } finally {
+          release();
+        }
+        return finished;
+      },
+    };
+  }
 }

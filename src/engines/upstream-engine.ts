@@ -62,11 +62,35 @@ export function createUpstreamEngine(options: UpstreamOptions): Engine {
     kind: 'upstream',
     readsImages: options.vision ?? true,
     close: () => pool.close(),
-    async *generate(request) {
-      let body: ResponseBody | undefined;
-      // A whole answer's headers come when it is done; a stream's, at once.
-      const headersTimeout = request.stream ? options.timeoutMs : answerTimeoutMs;
-      try {
+    generate: (request) => upstreamEvents(request),
+  };
+
+  /**
+   * The answer's events: a plain iterator handing out the events each read completes, not an
+   * async generator yielding them one at a time (several promises each, under every event of every
+   * streamed answer). Closed early (the client left, a fault), it drops the connection rather than
+   * read the rest; a failure after the client left ends it quietly, since nobody is listening.
+   */
+  function upstreamEvents(request: GenerationRequest): AsyncIterableIterator<GenerationEvent> {
+    // A whole answer's headers come when it is done; a stream's, at once.
+    const headersTimeout = request.stream ? options.timeoutMs : answerTimeoutMs;
+    const ready: GenerationEvent[] = [];
+    let body: ResponseBody | undefined;
+    /** The stream's reads and their reader; absent for a whole answer. */
+    let reads: AsyncIterator<string> | undefined;
+    let reader: StreamReader | undefined;
+    /** Everything was read: the answer is whole in `ready`. */
+    let read = false;
+    let closed = false;
+    const finished = { done: true, value: undefined } as const;
+    const close = () => {
+      closed = true;
+      if (body && !body.readableEnded) body.on('error', () => {}).destroy();
+    };
+
+    /** Asks, or reads on, until there is an event to pass on or nothing more to read. */
+    const fill = async (): Promise<void> => {
+      if (!body) {
         const response = await send(url, {
           method: 'POST',
           dispatcher: pool,
@@ -81,19 +105,56 @@ export function createUpstreamEngine(options: UpstreamOptions): Engine {
           throw upstreamFailure(response.statusCode, response.headers['retry-after'], await body.text().catch(() => ''));
         }
         const type = String(response.headers['content-type'] ?? '');
-        if (type.startsWith('text/event-stream')) yield* readStream(body);
-        else if (type.startsWith('application/json')) yield* readWhole(await body.text());
-        else throw unusableAnswer(`it answered ${type || 'no content type'} instead of an event stream`);
-      } catch (err) {
-        if (request.signal.aborted) return; // the client left; nobody is listening
-        if (err instanceof ServiceError) throw err;
-        throw serviceUnavailable(`The upstream model is unavailable (${reasonOf(err, headersTimeout, options.timeoutMs)}). Retry later.`, 'upstream_unavailable');
-      } finally {
-        // Ended early (the client left, a fault): drop the connection rather than read the rest.
-        if (body && !body.readableEnded) body.on('error', () => {}).destroy();
+        if (type.startsWith('text/event-stream')) {
+          reader = new StreamReader();
+          body.setEncoding('utf8');
+          reads = (body as AsyncIterable<string>)[Symbol.asyncIterator]();
+        } else if (type.startsWith('application/json')) {
+          ready.push(...wholeAnswer(await body.text()));
+          read = true;
+          return;
+        } else {
+          throw unusableAnswer(`it answered ${type || 'no content type'} instead of an event stream`);
+        }
       }
-    },
-  };
+      while (ready.length === 0 && !read) {
+        reader!.failure(); // an unusable event, once the events before it have been passed on
+        const next = await reads!.next();
+        if (next.done) {
+          ready.push(...reader!.end());
+          read = true;
+        } else {
+          ready.push(...reader!.push(next.value));
+        }
+      }
+    };
+    const passed = (): IteratorResult<GenerationEvent> => {
+      if (ready.length) return { done: false, value: ready.shift()! };
+      close();
+      return finished;
+    };
+    const failed = (err: unknown): IteratorResult<GenerationEvent> => {
+      close();
+      ready.length = 0;
+      if (request.signal.aborted) return finished; // the client left; nobody is listening
+      if (err instanceof ServiceError) throw err;
+      throw serviceUnavailable(`The upstream model is unavailable (${reasonOf(err, headersTimeout, options.timeoutMs)}). Retry later.`, 'upstream_unavailable');
+    };
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      next() {
+        if (ready.length || closed || read) return Promise.resolve(passed());
+        return fill().then(passed, failed);
+      },
+      return() {
+        ready.length = 0;
+        close();
+        return Promise.resolve(finished);
+      },
+    };
+  }
 }
 
 function reasonOf(err: unknown, headersTimeoutMs: number, bodyTimeoutMs: number): string {
@@ -175,77 +236,106 @@ function toolCallsOf(m: UpstreamMessage | null | undefined): { index: number; ca
 }
 
 /** A whole completion: asked for, or sent by an upstream that does not stream. */
-async function* readWhole(text: string): AsyncGenerator<GenerationEvent> {
+function wholeAnswer(text: string): GenerationEvent[] {
   const whole = parseJson<UpstreamChunk>(text, 'its answer');
   const choice = firstChoice(whole);
   const message = choice?.message;
   const finishReason = textOf(choice?.finish_reason);
   if (!message || typeof message !== 'object' || !finishReason) throw unusableAnswer('its answer has no message with a finish_reason');
+  const events: GenerationEvent[] = [];
   const reasoning = reasoningOf(message);
-  if (reasoning) yield { type: 'reasoning', text: reasoning };
+  if (reasoning) events.push({ type: 'reasoning', text: reasoning });
   const content = textOf(message.content);
   if (content) {
     const think = new ThinkTagSplitter();
-    yield* think.push(content);
-    yield* think.flush();
+    events.push(...think.push(content), ...think.flush());
   }
   for (const { index, call } of toolCallsOf(message)) {
-    yield { type: 'tool_call', index, id: textOf(call.id) || mintToolCallId(), name: textOf(call.function?.name) ?? '', arguments: argumentsOf(call.function?.arguments) };
+    events.push({ type: 'tool_call', index, id: textOf(call.id) || mintToolCallId(), name: textOf(call.function?.name) ?? '', arguments: argumentsOf(call.function?.arguments) });
   }
-  yield { type: 'done', finishReason: toFinishReason(finishReason), usage: usageOf(whole.usage) };
+  events.push({ type: 'done', finishReason: toFinishReason(finishReason), usage: usageOf(whole.usage) });
+  return events;
 }
 
 const usageOf = (usage: UpstreamChunk['usage']) => ({ promptTokens: countOf(usage?.prompt_tokens), completionTokens: countOf(usage?.completion_tokens) });
 
-async function* readStream(body: ResponseBody): AsyncGenerator<GenerationEvent> {
-  const queue: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => queue.push(event) });
-  const think = new ThinkTagSplitter();
-  let finishReason: FinishReason | undefined;
-  let sawDone = false;
-  let usage = { promptTokens: 0, completionTokens: 0 };
-  const idsSent = new Set<number>();
+/**
+ * An event stream's text, read as it comes: each read gives the events it completes. Synchronous,
+ * so the engine hands them out itself: a generator of its own, delegated to with `yield*`, cost
+ * several promises more on every event.
+ */
+class StreamReader {
+  private readonly parsed: EventSourceMessage[] = [];
+  private readonly parser = createParser({ onEvent: (event) => this.parsed.push(event) });
+  private readonly think = new ThinkTagSplitter();
+  private finishReason: FinishReason | undefined;
+  private sawDone = false;
+  private usage = { promptTokens: 0, completionTokens: 0 };
+  private readonly idsSent = new Set<number>();
 
-  body.setEncoding('utf8');
-  for await (const text of body as AsyncIterable<string>) {
-    parser.feed(text);
-    for (const event of queue.splice(0)) {
+  /** An unusable event, thrown by `failure()` once the events before it have been passed on. */
+  private failed: unknown;
+
+  /**
+   * The events completed by this piece of the stream, up to the first unusable one (then
+   * `failure()` throws): what came before a fault is passed on as it would be a read earlier.
+   */
+  push(text: string): GenerationEvent[] {
+    const events: GenerationEvent[] = [];
+    try {
+      this.parser.feed(text);
+      this.read(events);
+    } catch (err) {
+      this.failed ??= err;
+    }
+    return events;
+  }
+
+  failure(): void {
+    if (this.failed !== undefined) throw this.failed;
+  }
+
+  private read(events: GenerationEvent[]): void {
+    for (const event of this.parsed.splice(0)) {
       if (event.data === '[DONE]') {
-        sawDone = true;
+        this.sawDone = true;
         continue;
       }
       const chunk = parseJson<UpstreamChunk | null>(event.data, 'an event of its stream');
       if (chunk === null || typeof chunk !== 'object') throw unusableAnswer('an event of its stream is not an object');
       const failure = errorFieldsOf(chunk);
       if (failure) throw upstreamStreamFailure(failure);
-      if (chunk.usage && typeof chunk.usage === 'object') usage = usageOf(chunk.usage);
+      if (chunk.usage && typeof chunk.usage === 'object') this.usage = usageOf(chunk.usage);
       const choice = firstChoice(chunk);
       const delta = choice?.delta && typeof choice.delta === 'object' ? choice.delta : undefined;
       const reasoning = reasoningOf(delta);
-      if (reasoning) yield { type: 'reasoning', text: reasoning };
+      if (reasoning) events.push({ type: 'reasoning', text: reasoning });
       const content = textOf(delta?.content);
-      if (content) yield* think.push(content);
+      if (content) events.push(...this.think.push(content));
       for (const { index, call } of toolCallsOf(delta)) {
         // The contract promises every call a non-empty id, and a caller needs one to answer it;
         // some upstreams send none. Only a call's first delta carries it.
-        const first = !idsSent.has(index);
-        idsSent.add(index);
-        yield {
+        const first = !this.idsSent.has(index);
+        this.idsSent.add(index);
+        events.push({
           type: 'tool_call',
           index,
           ...(first ? { id: textOf(call.id) || mintToolCallId() } : {}),
           ...(textOf(call.function?.name) ? { name: textOf(call.function?.name) } : {}),
           arguments: argumentsOf(call.function?.arguments),
-        };
+        });
       }
       const finish = textOf(choice?.finish_reason);
-      if (finish) finishReason = toFinishReason(finish);
+      if (finish) this.finishReason = toFinishReason(finish);
     }
   }
-  // Neither a finish_reason nor [DONE]: the stream was cut, and what came is not the whole answer.
-  if (finishReason === undefined && !sawDone) throw unusableAnswer('its stream ended before it was complete');
-  yield* think.flush();
-  yield { type: 'done', finishReason: finishReason ?? 'stop', usage };
+
+  /** The last events, once the stream has ended. */
+  end(): GenerationEvent[] {
+    // Neither a finish_reason nor [DONE]: the stream was cut, and what came is not the whole answer.
+    if (this.finishReason === undefined && !this.sawDone) throw unusableAnswer('its stream ended before it was complete');
+    return [...this.think.flush(), { type: 'done', finishReason: this.finishReason ?? 'stop', usage: this.usage }];
+  }
 }
 
 /** The local engine's form of id: `call_` and 24 hex digits. */

@@ -4,15 +4,18 @@ import { describe, it } from 'node:test';
 import express from 'express';
 import { writeEventStream } from './sse.ts';
 
-/** Serves one stream of `items` at /, and answers its base URL and a closer. */
+/** Serves one stream of `items` at /, and answers its base URL, a closer and the response's `write` calls so far. */
 async function serve(items: () => AsyncIterable<unknown>) {
   const app = express();
+  const writes: string[] = [];
   app.get('/', async (req, res) => {
+    const write = res.write.bind(res) as (chunk: unknown) => boolean;
+    res.write = ((chunk: unknown) => (writes.push(String(chunk)), write(chunk))) as typeof res.write;
     await writeEventStream(req, res, items(), new AbortController().signal, console);
   });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => server.close() };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, close: () => server.close(), writes };
 }
 
 describe('the SSE writer', () => {
@@ -40,7 +43,7 @@ describe('the SSE writer', () => {
   });
 
   it('sends events made together in one turn in one piece, in order', async () => {
-    const { url, close } = await serve(async function* () {
+    const { url, close, writes } = await serve(async function* () {
       for (let n = 1; n <= 50; n++) yield { n };
     });
     try {
@@ -48,6 +51,9 @@ describe('the SSE writer', () => {
       const ns = [...text.matchAll(/"n":(\d+)/g)].map((m) => Number(m[1]));
       assert.deepEqual(ns, Array.from({ length: 50 }, (_, i) => i + 1));
       assert.ok(text.endsWith('data: [DONE]\n\n'));
+      // One write for the turn (and the end with [DONE]), not one per event: each write is a
+      // chunk of its own in the chunked encoding and a pass through node's HTTP writer.
+      assert.ok(writes.length <= 1, `${writes.length} writes for 50 events made in one turn`);
     } finally {
       close();
     }

@@ -1,4 +1,5 @@
 import { type Engine, type EngineMessage, type GenerationEvent, spentOf } from '../../engines/engine.ts';
+import { tapEvents } from '../../engines/tap-events.ts';
 import type { Meter } from '../meter.ts';
 import type { Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
@@ -17,21 +18,21 @@ export function generate(engine: Engine): Stage {
  * output guard stops, or a caller leaves, is billed for what was generated, and an engine that
  * reports no usage is billed from a count of its text.
  */
-async function* metered(events: AsyncIterable<GenerationEvent>, messages: EngineMessage[], meter: Meter): AsyncGenerator<GenerationEvent> {
+function metered(events: AsyncIterable<GenerationEvent>, messages: EngineMessage[], meter: Meter): AsyncIterableIterator<GenerationEvent> {
   const generation: NonNullable<Meter['generation']> = { prompt: messages.map((m) => m.content).join('\n'), started: false, text: '' };
   meter.generation = generation;
-  try {
-    for await (const event of events) {
+  return tapEvents(events, {
+    event(event) {
       generation.started = true;
       if (event.type === 'done') generation.usage = event.usage;
       else generation.text += event.type === 'tool_call' ? (event.name ?? '') + event.arguments : event.text;
-      yield event;
-    }
-  } catch (err) {
-    const spent = spentOf(err); // failed after generating (its output check): those tokens are paid
-    if (spent) Object.assign(generation, { started: true, usage: spent });
-    throw err;
-  }
+    },
+    failed(err) {
+      const spent = spentOf(err); // failed after generating (its output check): those tokens are paid
+      if (spent) Object.assign(generation, { started: true, usage: spent });
+      return err;
+    },
+  });
 }
 
 /**

@@ -153,29 +153,24 @@ function settled(events: AsyncIterable<GenerationEvent>, onDone: (usage: TokenUs
     [Symbol.asyncIterator]() {
       return this;
     },
-    async next() {
-      if (ended) return finished;
+    // `then` rather than an async function awaiting the source: this runs on every event.
+    next() {
+      if (ended) return Promise.resolve(finished);
       source ??= events[Symbol.asyncIterator]();
-      let result: IteratorResult<GenerationEvent>;
-      try {
-        result = await source.next();
-      } catch (err) {
+      return source.next().then((result): IteratorResult<GenerationEvent> | Promise<IteratorResult<GenerationEvent>> => {
+        if (result.done) {
+          ended = true;
+          return settle(onCut).then(() => finished); // nothing to do when `done` came: settled once
+        }
+        const event = result.value;
+        if (event.type !== 'done') return result;
+        let billed: TokenUsage = event.usage;
+        return settle(async () => void (billed = await onDone(event.usage))).then(() => ({ done: false, value: { ...event, usage: billed } }));
+      }, async (err: unknown) => {
         ended = true;
         await settle(onCut);
         throw err;
-      }
-      if (result.done) {
-        ended = true;
-        await settle(onCut); // nothing to do when `done` came: settled once
-        return finished;
-      }
-      const event = result.value;
-      if (event.type === 'done') {
-        let billed: TokenUsage = event.usage;
-        await settle(async () => void (billed = await onDone(event.usage)));
-        return { done: false, value: { ...event, usage: billed } };
-      }
-      return result;
+      });
     },
     async return() {
       ended = true;

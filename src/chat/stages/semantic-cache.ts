@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { type CacheScope, cacheKeyOf, semanticKeyOf } from '../cache-key.ts';
 import type { GenerationEvent, GenerationRequest } from '../../engines/engine.ts';
 import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
+import { tapEvents } from '../../engines/tap-events.ts';
 import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
@@ -122,15 +123,16 @@ function nearestOf(vector: Float32Array, entries: SemanticEntry[]): { entry: Sem
 }
 
 /** Passes the events on; at `done`, before passing it, learns from the whole answer if it verifies. */
-async function* whenVerified(answer: Completion, ctx: RequestContext, learn: (fresh: FoldedGeneration) => Promise<void>): AsyncGenerator<GenerationEvent> {
+function whenVerified(answer: Completion, ctx: RequestContext, learn: (fresh: FoldedGeneration) => Promise<void>): AsyncIterableIterator<GenerationEvent> {
   const fold = new EventFold();
-  for await (const event of answer.events) {
-    const folded = fold.add(event);
-    if (folded && !answer.blocked && verified(folded, ctx)) {
-      // A store that fails costs what would have been learned, never the answer.
-      learn(folded).catch((err: unknown) => ctx.log.warn(`semantic cache store failed: ${(err as Error).message}`));
-    }
-    yield event;
-  }
+  return tapEvents(answer.events, {
+    event(event) {
+      const folded = fold.add(event);
+      if (folded && !answer.blocked && verified(folded, ctx)) {
+        // A store that fails costs what would have been learned, never the answer.
+        learn(folded).catch((err: unknown) => ctx.log.warn(`semantic cache store failed: ${(err as Error).message}`));
+      }
+    },
+  });
 }
 

@@ -1,6 +1,7 @@
 import { type CacheScope, cacheKeyOf } from '../cache-key.ts';
 import type { GenerationEvent } from '../../engines/engine.ts';
 import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
+import { tapEvents } from '../../engines/tap-events.ts';
 import { problemWith } from '../../engines/verified-output.ts';
 import type { Store } from '../../store/store.ts';
 import type { PrecontextEntry } from '../../tasks/task.ts';
@@ -43,17 +44,18 @@ export function verifiedCache(store: Store, options: CacheOptions): Stage {
 }
 
 /** Passes the events on; at `done`, before passing it, stores the whole answer if it verifies. */
-async function* storeWhenVerified(answer: Completion, ctx: RequestContext, save: (value: string) => Promise<void>): AsyncGenerator<GenerationEvent> {
+function storeWhenVerified(answer: Completion, ctx: RequestContext, save: (value: string) => Promise<void>): AsyncIterableIterator<GenerationEvent> {
   const fold = new EventFold();
-  for await (const event of answer.events) {
-    const folded = fold.add(event);
-    if (folded && !answer.blocked && verified(folded, ctx)) {
-      const value: CachedAnswer = { folded, precontext: answer.precontext };
-      // The answer is whole at `done`; a store that fails costs the cache entry, never the answer.
-      save(JSON.stringify(value)).catch((err: unknown) => ctx.log.warn(`cache store failed: ${(err as Error).message}`));
-    }
-    yield event;
-  }
+  return tapEvents(answer.events, {
+    event(event) {
+      const folded = fold.add(event);
+      if (folded && !answer.blocked && verified(folded, ctx)) {
+        const value: CachedAnswer = { folded, precontext: answer.precontext };
+        // The answer is whole at `done`; a store that fails costs the cache entry, never the answer.
+        save(JSON.stringify(value)).catch((err: unknown) => ctx.log.warn(`cache store failed: ${(err as Error).message}`));
+      }
+    },
+  });
 }
 
 export function verified(folded: FoldedGeneration, ctx: RequestContext): boolean {
