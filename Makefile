@@ -122,7 +122,7 @@ conformance: node_modules/.installed .venv/.installed
 # in one run: bench/results/kit-table.md, the README's table. Not part of `make test` (minutes).
 # KIT_TABLE_LITELLM=1 adds LiteLLM's proxy in front of this service (from PyPI, in a throwaway venv
 # in .cache/litellm-venv; see scripts/litellm-proxy.sh).
-LITELLM_PORT ?= 4011
+LITELLM_PORT ?= 4012
 LITELLM_KEY := sk-litellm-kit-table
 SERVE_LITELLM := $(if $(KIT_TABLE_LITELLM),scripts/while-serving.sh http://127.0.0.1:$(LITELLM_PORT)/v1/chat/completions \
 	"scripts/litellm-proxy.sh serve $(LITELLM_PORT) $(LOCAL_URL) $(TEST_KEY) $(LITELLM_KEY)")

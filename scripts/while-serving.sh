@@ -8,6 +8,12 @@ set -euo pipefail
 url=$1 server=$2
 shift 2
 mkdir -p .cache
+# A port another process already serves would pass the wait below, and COMMAND would grade that
+# process instead (the mock's Prism once answered for LiteLLM on 4011).
+if [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url" || true)" != "000" ]; then
+  echo "something already answers $url: its port is taken, so the server would not be the one answering" >&2
+  exit 1
+fi
 log=".cache/server-$(date +%s%N).log"
 setsid bash -c "$server" >"$log" 2>&1 &
 pid=$!
