@@ -26,8 +26,10 @@ type Mode = 'json' | 'sse' | 'hit';
  * `floor` and `floor+validator` (JSON only) are Express with the service's body parser, and with
  * the contract's validator, answering a fixed completion at once: the cost of the framework the
  * service is built on before any of its own work, for reading the service's figures against.
+ * `service` is the build that `make run` serves (dist/); `service-tsx` (JSON only) the same
+ * sources run through tsx, as before the build step, to show what the build saves.
  */
-type Server = 'bare' | 'service' | 'floor' | 'floor+validator';
+type Server = 'bare' | 'service' | 'service-tsx' | 'floor' | 'floor+validator';
 
 function targetOf(port: number, mode: Mode): LoadTarget {
   return {
@@ -47,9 +49,9 @@ function targetOf(port: number, mode: Mode): LoadTarget {
 
 async function startServer(server: Server, upstreamUrl: string): Promise<ChildServer> {
   if (server === 'bare') return startChildServer('bench/gateway/bare-proxy.ts', { UPSTREAM_BASE_URL: upstreamUrl });
-  if (server !== 'service') return startChildServer('bench/gateway/express-floor.ts', { VALIDATE: server === 'floor' ? '0' : '1' });
+  if (server === 'floor' || server === 'floor+validator') return startChildServer('bench/gateway/express-floor.ts', { VALIDATE: server === 'floor' ? '0' : '1' });
   const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
-  return startChildServer('src/main.ts', {
+  return startChildServer(server === 'service' ? 'dist/src/main.js' : 'src/main.ts', {
     NODE_ENV: 'production', UPSTREAM_BASE_URL: upstreamUrl, SERVICE_API_KEY: KEY, KEYS_FILE: join(dir, 'keys.json'),
   }, '/v1/models');
 }
@@ -131,7 +133,7 @@ async function main(): Promise<void> {
   const upstreamUrl = `http://127.0.0.1:${upstream.port}/v1`;
   const cells: Cell[] = [];
   for (const mode of ['json', 'sse', 'hit'] as const) {
-    const servers: Server[] = mode === 'json' ? ['service', 'bare', 'floor', 'floor+validator'] : mode === 'sse' ? ['service', 'bare'] : ['service'];
+    const servers: Server[] = mode === 'json' ? ['service', 'service-tsx', 'bare', 'floor', 'floor+validator'] : mode === 'sse' ? ['service', 'bare'] : ['service'];
     const runs = new Map<Server, Cell[]>(servers.map((s) => [s, []]));
     for (let i = 0; i < REPEATS; i++) {
       for (const server of servers) runs.get(server)!.push(await measure(server, mode, upstreamUrl, runs.get('service')![0]?.paced.rate));
@@ -147,7 +149,7 @@ async function main(): Promise<void> {
   for (const cell of cells) {
     // A cache hit is read against bare's JSON figures: bare has no cache.
     const bare = cells.find((c) => c.mode === (cell.mode === 'hit' ? 'json' : cell.mode) && c.server === 'bare')!;
-    const added = (a: number, b: number) => (cell.server === 'service' ? ` (+${(a - b).toFixed(2)})` : '');
+    const added = (a: number, b: number) => (cell.server.startsWith('service') ? ` (+${(a - b).toFixed(2)})` : '');
     console.log(`| ${cell.mode} | ${cell.server} | ${cell.rps} | ${(cell.rps / bare.rps).toFixed(2)} | ${cell.cpuMicrosPerRequest} | `
       + `${cell.single.p50Ms}${added(cell.single.p50Ms, bare.single.p50Ms)} | `
       + `${cell.single.p99Ms}${added(cell.single.p99Ms, bare.single.p99Ms)} | `

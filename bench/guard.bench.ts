@@ -15,7 +15,7 @@ const sentence = 'The committee reviewed the budget, the library hours and the p
 // About 20 tokens a sentence: 2-3 sentences make ~50 tokens, 50 make ~1,000.
 const inputs = { '50 tokens': sentence.repeat(2.5 | 0) + 'Summarise.', '1,000 tokens': sentence.repeat(50) + 'Summarise.' };
 
-const server = await startChildServer('src/main.ts', { SERVICE_API_KEY: KEY, KEYS_FILE: join(mkdtempSync(join(tmpdir(), 'bench-guard-')), 'keys.json') }, '/v1/models');
+const server = await startChildServer('dist/src/main.js', { SERVICE_API_KEY: KEY, KEYS_FILE: join(mkdtempSync(join(tmpdir(), 'bench-guard-')), 'keys.json') }, '/v1/models');
 const ask = async (system: string, user: string) => {
   const start = performance.now();
   const res = await fetch(`http://127.0.0.1:${server.port}/v1/chat/completions`, {

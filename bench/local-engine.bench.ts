@@ -60,7 +60,7 @@ async function direct(): Promise<Run[]> {
 }
 
 function startServer(parallel: number) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, ['dist/src/main.js'], {
     env: { ...process.env, PORT: String(PORT), SERVICE_API_KEY: KEY, KEYS_FILE: '.cache/bench-keys.json', CONTEXT_SIZE: String(contextSize), PARALLEL: String(parallel), VALIDATE_RESPONSES: 'false' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

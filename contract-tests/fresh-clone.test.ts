@@ -112,7 +112,7 @@ function serverProcess(pid: number): number | undefined {
     const next = queue.shift()!;
     for (const child of children(next)) {
       const cmdline = readFileSync(`/proc/${child}/cmdline`, 'utf8').split('\0');
-      if (cmdline.some((arg) => arg.endsWith('src/main.ts'))) return child;
+      if (cmdline.some((arg) => arg.endsWith('dist/src/main.js'))) return child;
       queue.push(child);
     }
   }

@@ -1,11 +1,9 @@
 import { availableParallelism } from 'node:os';
 import type { TaskUnits } from './tasks/task.ts';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';
 import type { PageLimits } from './tasks/scraper/html-page.ts';
-
-const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
+import { PROJECT_ROOT } from './project-files.ts';
 
 export class ConfigError extends Error {}
 

@@ -35,7 +35,7 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * Runs `script` (TypeScript, through tsx) in a process of its own with `PORT` set, waits until
+ * Runs `script` (TypeScript through tsx, or the build's JavaScript, which tsx leaves alone) in a process of its own with `PORT` set, waits until
  * `readyPath` answers, and reads the process's CPU, heap and event loop through `process-stats.ts`.
  */
 export async function startChildServer(script: string, env: Record<string, string>, readyPath = '/'): Promise<ChildServer> {

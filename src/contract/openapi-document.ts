@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { projectFile } from '../project-files.ts';
 import { parse } from 'yaml';
 
-export const CONTRACT_PATH = fileURLToPath(new URL('../../openapi.yaml', import.meta.url));
+export const CONTRACT_PATH = projectFile('openapi.yaml');
 
 /** Everything under this prefix belongs to the contract. */
 export const BASE_PATH = '/v1';

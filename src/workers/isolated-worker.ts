@@ -1,6 +1,6 @@
-import { fileURLToPath } from 'node:url';
 import { payloadTooLarge, revivedError, ServiceError } from '../errors/service-error.ts';
 import type { Child } from './child.ts';
+import { RUNS_BUILD, runnableModule } from '../project-files.ts';
 import type { QueueLimits } from './job-queue.ts';
 import { Supervisor } from './supervisor.ts';
 import { taskFailed, taskTimedOut } from '../errors/task-errors.ts';
@@ -33,9 +33,9 @@ export class IsolatedWorker<J extends Jobs> {
     this.supervisor = new Supervisor({
       what, limits,
       child: {
-        // The same loader that runs this TypeScript, and the heap bound.
+        // Run as this process runs (the build, or the sources through tsx), with the heap bound.
         command: process.execPath,
-        args: ['--import', 'tsx', `--max-old-space-size=${limits.memoryMb}`, fileURLToPath(module)],
+        args: [...(RUNS_BUILD ? [] : ['--import', 'tsx']), `--max-old-space-size=${limits.memoryMb}`, runnableModule(module)],
         ipc: true,
       },
       ready: async () => {},

@@ -1,8 +1,8 @@
-import { fileURLToPath } from 'node:url';
+import { projectFile } from '../../project-files.ts';
 import type { QueueLimits } from '../../workers/job-queue.ts';
 import { LineWorker } from '../../workers/line-worker.ts';
 
-const SCRIPT = fileURLToPath(new URL('../../guard/text/guard_worker.py', import.meta.url));
+const SCRIPT = projectFile('src/guard/text/guard_worker.py');
 
 /** Turns a question into a unit vector; near vectors (cosine) mean near meanings. */
 export interface Embedder {

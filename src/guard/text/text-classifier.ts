@@ -1,9 +1,9 @@
-import { fileURLToPath } from 'node:url';
+import { projectFile } from '../../project-files.ts';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
 import type { QueueLimits } from '../../workers/job-queue.ts';
 import { LineWorker } from '../../workers/line-worker.ts';
 
-const SCRIPT = fileURLToPath(new URL('./guard_worker.py', import.meta.url));
+const SCRIPT = projectFile('src/guard/text/guard_worker.py');
 
 /**
  * The scores of one span of a text (the text itself, or a sentence or run of sentences of a long

@@ -1,7 +1,7 @@
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { invalidRequest, payloadTooLarge } from '../../errors/service-error.ts';
+import { projectFile } from '../../project-files.ts';
 import { runBounded } from '../../workers/bounded-process.ts';
 import type { WorkerLimits } from '../../workers/isolated-worker.ts';
 import { LineWorker, LineWorkerError } from '../../workers/line-worker.ts';
@@ -14,7 +14,7 @@ export interface Transcript {
   segments: { start: number; end: number; text: string }[];
 }
 
-const SCRIPT = fileURLToPath(new URL('./whisper_worker.py', import.meta.url));
+const SCRIPT = projectFile('src/tasks/speech-to-text/whisper_worker.py');
 const SAMPLE_RATE = 16_000;
 
 /**
