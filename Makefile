@@ -11,7 +11,7 @@ FUZZ_EXAMPLES ?= 40
 
 NODE := node --import tsx
 # The service itself runs from its build (dist/, plain node): tsx names every function it creates, at
-# each creation, which costs the request path about a fifth of its CPU (README, gateway). Tools and
+# each creation, which costs the request path a tenth to a quarter of its CPU (README, gateway). Tools and
 # tests run the sources through tsx.
 SERVE := node dist/src/main.js
 BUILD := dist/.built

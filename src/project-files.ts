@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 /**
  * Whether this process runs the build (`dist/`, plain node) rather than the TypeScript sources
  * (through tsx). `make run` serves the build: tsx names every function it creates at each creation,
- * which costs the request path about a fifth of its CPU (README, gateway).
+ * which costs the request path a tenth to a quarter of its CPU (README, gateway).
  */
 export const RUNS_BUILD = import.meta.url.endsWith('.js');
 
