@@ -53,16 +53,15 @@ async function shutDownWithStreams(graceMs: number) {
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   await new Promise<void>((resolve) => child.stdout!.on('data', (chunk: Buffer) => /Chat completion service on/.test(String(chunk)) && resolve()));
   assert.equal(await readyzUntil(operationalPort, 'ready'), 200); // the guard's models loaded
-  const streams = Array.from({ length: 5 }, async (_, i) => {
-    const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { Authorization: 'Bearer sk-drain', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
-      body: JSON.stringify({ model: 'service', stream: true, messages: [{ role: 'user', content: `story ${i}` }] }),
-    });
-    assert.equal(res.status, 200);
-    return res.text();
-  });
-  await new Promise((r) => setTimeout(r, 800)); // every stream under way
+  // SIGTERM only once every stream is answered (its headers are in): a fixed wait let a slow
+  // machine send the signal before a stream had connected, and its request was refused.
+  const responses = await Promise.all(Array.from({ length: 5 }, (_, i) => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { Authorization: 'Bearer sk-drain', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+    body: JSON.stringify({ model: 'service', stream: true, messages: [{ role: 'user', content: `story ${i}` }] }),
+  })));
+  assert.deepEqual(responses.map((res) => res.status), [200, 200, 200, 200, 200]);
+  const streams = responses.map((res) => res.text());
   child.kill('SIGTERM');
   const draining = await readyzUntil(operationalPort, 'draining'); // the operational port stays up while draining
   const bodies = await Promise.all(streams);
