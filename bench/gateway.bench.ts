@@ -11,8 +11,9 @@
 // With BENCH_NODE_FLAGS (flag sets separated by `;`, e.g. `--max-semi-space-size=32;--max-semi-space-size=64`)
 // it compares node flags instead: in each mode of BENCH_FLAG_MODES (json,hit) the service with node's
 // defaults and with each flag set run at once, and in each of BENCH_REPEATS rounds each is loaded in
-// turn for BENCH_SECONDS at 32 connections (the order rotating); CPU per request is read per round
-// against the defaults' in the same round. Writes bench/results/gateway-flags.json.
+// turn for BENCH_SECONDS at 32 connections (the order rotating), or with BENCH_FLAGS_TOGETHER=1 all
+// at once at 16 connections each, so that the machine's drift hits them alike; CPU per request is
+// read per round against the defaults' in the same round. Writes bench/results/gateway-flags.json.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +23,8 @@ import { closedLoop, type LoadResult, type LoadTarget, paced, quantile } from '.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
+/** Flag comparison: load the variants all at once in each round (16 connections each) instead of in turn. */
+const TOGETHER = process.env.BENCH_FLAGS_TOGETHER === '1';
 const CONNECTIONS = 32;
 const KEY = 'sk-bench-gateway';
 
@@ -156,12 +159,11 @@ async function compareFlags(flagSets: string[], modes: Mode[], upstreamUrl: stri
     try {
       for (const child of children) await closedLoop(targetOf(child.port, mode), CONNECTIONS, 3); // warm-up: JIT, pools
       for (let round = 1; round <= REPEATS; round++) {
-        const order = variants.map((_, i) => (i + round - 1) % variants.length);
         const measured = new Map<number, Omit<FlagRound, 'ratio'>>();
-        for (const i of order) {
+        const load = async (i: number, connections: number) => {
           const child = children[i]!;
           const before = await child.stats();
-          const result = await closedLoop(targetOf(child.port, mode), CONNECTIONS, SECONDS);
+          const result = await closedLoop(targetOf(child.port, mode), connections, SECONDS);
           const after = await child.stats();
           const per = (micros: number) => Math.round(micros / result.requests);
           measured.set(i, {
@@ -169,7 +171,9 @@ async function compareFlags(flagSets: string[], modes: Mode[], upstreamUrl: stri
             gcMicrosPerRequest: per(after.gcMicros - before.gcMicros), minorGcMicrosPerRequest: per(after.minorGcMicros - before.minorGcMicros),
             minorGcs: after.minorGcCount - before.minorGcCount, rssMiB: mib(after.rss), maxRssMiB: mib(after.maxRss), errors: result.errors,
           });
-        }
+        };
+        if (TOGETHER) await Promise.all(variants.map((_, i) => load(i, CONNECTIONS / 2)));
+        else for (const i of variants.map((_, i) => (i + round - 1) % variants.length)) await load(i, CONNECTIONS);
         const base = measured.get(0)!.cpuMicrosPerRequest;
         for (let i = 0; i < variants.length; i++) {
           const m = measured.get(i)!;
@@ -183,7 +187,8 @@ async function compareFlags(flagSets: string[], modes: Mode[], upstreamUrl: stri
     }
     results[mode] = rounds;
   }
-  console.log(`\n${CONNECTIONS} connections saturated, ${SECONDS} s per round, ${REPEATS} rounds; CPU per request over the defaults' in the same round\n`);
+  console.log(`\n${TOGETHER ? `all at once, ${CONNECTIONS / 2} connections each` : `in turn, ${CONNECTIONS} connections`} saturated, ${SECONDS} s per round, `
+    + `${REPEATS} rounds; CPU per request over the defaults' in the same round\n`);
   console.log('| mode | node flags | CPU µs/request, per round | ratio, per round | median ratio | GC µs/request (young), median | RSS after GC, last round / max MiB | errors |');
   console.log('|---|---|---|---|---|---|---|---|');
   for (const [mode, rounds] of Object.entries(results)) {
@@ -206,7 +211,7 @@ async function main(): Promise<void> {
     const modes = (process.env.BENCH_FLAG_MODES ?? 'json,hit').split(',') as Mode[];
     const rounds = await compareFlags(flagSets, modes, upstreamUrl);
     await upstream.stop();
-    writeFileSync('bench/results/gateway-flags.json', `${JSON.stringify({ when: new Date().toISOString(), connections: CONNECTIONS, seconds: SECONDS, rounds }, null, 2)}\n`);
+    writeFileSync('bench/results/gateway-flags.json', `${JSON.stringify({ when: new Date().toISOString(), together: TOGETHER, connections: TOGETHER ? CONNECTIONS / 2 : CONNECTIONS, seconds: SECONDS, rounds }, null, 2)}\n`);
     return;
   }
   const cells: Cell[] = [];
