@@ -8,6 +8,12 @@
 // times, the servers taking turns, and the median of each figure is reported.
 //   BENCH_SECONDS (10) per measurement, BENCH_REPEATS (3), BENCH_SOAK_SECONDS (60; 600 for the
 //   10-minute claim).
+// With BENCH_NODE_FLAGS (flag sets separated by `;`, e.g. `--max-semi-space-size=32;--max-semi-space-size=64`)
+// it compares node flags instead: in each mode of BENCH_FLAG_MODES (json,hit) the service with node's
+// defaults and with each flag set run at once, and in each of BENCH_REPEATS rounds each is loaded in
+// turn for BENCH_SECONDS at 32 connections (the order rotating), or with BENCH_FLAGS_TOGETHER=1 all
+// at once at 16 connections each, so that the machine's drift hits them alike; CPU per request is
+// read per round against the defaults' in the same round. Writes bench/results/gateway-flags.json.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +23,8 @@ import { closedLoop, type LoadResult, type LoadTarget, paced, quantile } from '.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
+/** Flag comparison: load the variants all at once in each round (16 connections each) instead of in turn. */
+const TOGETHER = process.env.BENCH_FLAGS_TOGETHER === '1';
 const CONNECTIONS = 32;
 const KEY = 'sk-bench-gateway';
 
@@ -47,13 +55,13 @@ function targetOf(port: number, mode: Mode): LoadTarget {
   };
 }
 
-async function startServer(server: Server, upstreamUrl: string): Promise<ChildServer> {
+async function startServer(server: Server, upstreamUrl: string, nodeFlags: string[] = []): Promise<ChildServer> {
   if (server === 'bare') return startChildServer('bench/gateway/bare-proxy.ts', { UPSTREAM_BASE_URL: upstreamUrl });
   if (server === 'floor' || server === 'floor+validator') return startChildServer('bench/gateway/express-floor.ts', { VALIDATE: server === 'floor' ? '0' : '1' });
   const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
   return startChildServer(server === 'service' ? 'dist/src/main.js' : 'src/main.ts', {
     NODE_ENV: 'production', UPSTREAM_BASE_URL: upstreamUrl, SERVICE_API_KEY: KEY, KEYS_FILE: join(dir, 'keys.json'),
-  }, '/v1/models');
+  }, '/v1/models', nodeFlags);
 }
 
 interface Cell {
@@ -128,9 +136,84 @@ async function soak(upstreamUrl: string): Promise<{ seconds: number; heapMiB: nu
   return { seconds: SOAK_SECONDS, heapMiB, rssMiB, errors };
 }
 
+interface FlagRound {
+  flags: string; round: number; rps: number; cpuMicrosPerRequest: number;
+  /** This round's CPU per request over the defaults' in the same round. */
+  ratio: number;
+  /** GC time per request (all collections, and young-generation ones alone), as V8 reports it. */
+  gcMicrosPerRequest: number; minorGcMicrosPerRequest: number; minorGcs: number;
+  /** Resident set after the round's full collection, and the largest so far. */
+  rssMiB: number; maxRssMiB: number;
+  errors: number;
+}
+
+/** The service with node's defaults against the same with each flag set, in alternating rounds. */
+async function compareFlags(flagSets: string[], modes: Mode[], upstreamUrl: string): Promise<Record<string, FlagRound[]>> {
+  const variants = ['', ...flagSets];
+  const label = (flags: string) => flags || '(defaults)';
+  const mib = (bytes: number) => Number((bytes / 2 ** 20).toFixed(1));
+  const results: Record<string, FlagRound[]> = {};
+  for (const mode of modes) {
+    const children = await Promise.all(variants.map((flags) => startServer('service', upstreamUrl, flags.split(' ').filter(Boolean))));
+    const rounds: FlagRound[] = [];
+    try {
+      for (const child of children) await closedLoop(targetOf(child.port, mode), CONNECTIONS, 3); // warm-up: JIT, pools
+      for (let round = 1; round <= REPEATS; round++) {
+        const measured = new Map<number, Omit<FlagRound, 'ratio'>>();
+        const load = async (i: number, connections: number) => {
+          const child = children[i]!;
+          const before = await child.stats();
+          const result = await closedLoop(targetOf(child.port, mode), connections, SECONDS);
+          const after = await child.stats();
+          const per = (micros: number) => Math.round(micros / result.requests);
+          measured.set(i, {
+            flags: label(variants[i]!), round, rps: result.rps, cpuMicrosPerRequest: cpuPerRequest(before, after, result),
+            gcMicrosPerRequest: per(after.gcMicros - before.gcMicros), minorGcMicrosPerRequest: per(after.minorGcMicros - before.minorGcMicros),
+            minorGcs: after.minorGcCount - before.minorGcCount, rssMiB: mib(after.rss), maxRssMiB: mib(after.maxRss), errors: result.errors,
+          });
+        };
+        if (TOGETHER) await Promise.all(variants.map((_, i) => load(i, CONNECTIONS / 2)));
+        else for (const i of variants.map((_, i) => (i + round - 1) % variants.length)) await load(i, CONNECTIONS);
+        const base = measured.get(0)!.cpuMicrosPerRequest;
+        for (let i = 0; i < variants.length; i++) {
+          const m = measured.get(i)!;
+          rounds.push({ ...m, ratio: Number((m.cpuMicrosPerRequest / base).toFixed(3)) });
+          console.error(`${mode} round ${round}: ${m.flags}: ${m.rps} req/s, ${m.cpuMicrosPerRequest} µs/request (${(m.cpuMicrosPerRequest / base).toFixed(2)}), `
+            + `GC ${m.gcMicrosPerRequest} µs/request (young ${m.minorGcMicrosPerRequest}, ${m.minorGcs} scavenges), RSS ${m.rssMiB} MiB (max ${m.maxRssMiB}), errors ${m.errors}`);
+        }
+      }
+    } finally {
+      await Promise.all(children.map((child) => child.stop()));
+    }
+    results[mode] = rounds;
+  }
+  console.log(`\n${TOGETHER ? `all at once, ${CONNECTIONS / 2} connections each` : `in turn, ${CONNECTIONS} connections`} saturated, ${SECONDS} s per round, `
+    + `${REPEATS} rounds; CPU per request over the defaults' in the same round\n`);
+  console.log('| mode | node flags | CPU µs/request, per round | ratio, per round | median ratio | GC µs/request (young), median | RSS after GC, last round / max MiB | errors |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const [mode, rounds] of Object.entries(results)) {
+    for (const flags of variants.map(label)) {
+      const of = rounds.filter((r) => r.flags === flags);
+      const last = of[of.length - 1]!;
+      console.log(`| ${mode} | ${flags} | ${of.map((r) => r.cpuMicrosPerRequest).join(', ')} | ${of.map((r) => r.ratio.toFixed(2)).join(', ')} | `
+        + `${median(of.map((r) => r.ratio)).toFixed(2)} | ${median(of.map((r) => r.gcMicrosPerRequest))} (${median(of.map((r) => r.minorGcMicrosPerRequest))}) | `
+        + `${last.rssMiB} / ${Math.max(...of.map((r) => r.maxRssMiB))} | ${of.reduce((sum, r) => sum + r.errors, 0)} |`);
+    }
+  }
+  return results;
+}
+
 async function main(): Promise<void> {
   const upstream = await startChildServer('bench/gateway/instant-upstream.ts', {});
   const upstreamUrl = `http://127.0.0.1:${upstream.port}/v1`;
+  const flagSets = (process.env.BENCH_NODE_FLAGS ?? '').split(';').map((f) => f.trim()).filter(Boolean);
+  if (flagSets.length > 0) {
+    const modes = (process.env.BENCH_FLAG_MODES ?? 'json,hit').split(',') as Mode[];
+    const rounds = await compareFlags(flagSets, modes, upstreamUrl);
+    await upstream.stop();
+    writeFileSync('bench/results/gateway-flags.json', `${JSON.stringify({ when: new Date().toISOString(), together: TOGETHER, connections: TOGETHER ? CONNECTIONS / 2 : CONNECTIONS, seconds: SECONDS, rounds }, null, 2)}\n`);
+    return;
+  }
   const cells: Cell[] = [];
   for (const mode of ['json', 'sse', 'hit'] as const) {
     const servers: Server[] = mode === 'json' ? ['service', 'service-tsx', 'bare', 'floor', 'floor+validator'] : mode === 'sse' ? ['service', 'bare'] : ['service'];

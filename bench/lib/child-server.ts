@@ -10,6 +10,13 @@ export interface ProcessStats {
   /** The event loop's delay since the previous `stats()` (p99 and max, ms); null before any sample. */
   loopP99Ms: number | null;
   loopMaxMs: number | null;
+  /** The largest resident set the process has had so far. */
+  maxRss: number;
+  /** Time spent in garbage collection so far (young-generation collections apart), in microseconds, and how many there were. */
+  gcMicros: number;
+  gcCount: number;
+  minorGcMicros: number;
+  minorGcCount: number;
 }
 
 export interface ChildServer {
@@ -37,11 +44,12 @@ export function freePort(): Promise<number> {
 /**
  * Runs `script` (TypeScript through tsx, or the build's JavaScript, which tsx leaves alone) in a process of its own with `PORT` set, waits until
  * `readyPath` answers, and reads the process's CPU, heap and event loop through `process-stats.ts`.
+ * `nodeFlags` go to node before the script (e.g. `--max-semi-space-size=32`).
  */
-export async function startChildServer(script: string, env: Record<string, string>, readyPath = '/'): Promise<ChildServer> {
+export async function startChildServer(script: string, env: Record<string, string>, readyPath = '/', nodeFlags: string[] = []): Promise<ChildServer> {
   const port = await freePort();
   const child = fork(script, [], {
-    execArgv: ['--import', 'tsx', '--import', new URL('./process-stats.ts', import.meta.url).pathname],
+    execArgv: [...nodeFlags, '--import', 'tsx', '--import', new URL('./process-stats.ts', import.meta.url).pathname],
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', BENCH_PROCESS_STATS: '1' },
     stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
   });
