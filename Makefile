@@ -10,6 +10,9 @@ TEST_KEY ?= sk-test-conformance
 FUZZ_EXAMPLES ?= 40
 
 NODE := node --import tsx
+# Node's test runner; a test file that fails with a server, a child or a timer still open would
+# otherwise keep its process, and the whole run, waiting for ever (a CI run hung so).
+TEST_RUN := $(NODE) --test --test-force-exit
 # The service itself runs from its build (dist/, plain node): tsx names every function it creates, at
 # each creation, which costs the request path a tenth to a quarter of its CPU (README, gateway). Tools and
 # tests run the sources through tsx.
@@ -178,14 +181,14 @@ typecheck: node_modules/.installed
 # The store's tests run against both backends: Redis on its own port, nothing persisted.
 REDIS_TEST_PORT ?= 6391
 unit: node_modules/.installed .cache/system-packages.installed
-	scripts/with-redis.sh $(REDIS_TEST_PORT) $(NODE) --test $(TESTS)
+	scripts/with-redis.sh $(REDIS_TEST_PORT) $(TEST_RUN) $(TESTS)
 
 contract: setup
 	$(SERVE_SEARXNG) $(SERVE_LOCAL) $(SERVE_CHAINED) env $(SUITE_ENV) contract-tests/run-suites.sh $(LOCAL_URL) $(CHAINED_URL)
 
 contract-mock: setup
 	scripts/while-serving.sh http://127.0.0.1:$(MOCK_PORT)/v1/chat/completions "$(SERVE_MOCK)" \
-		env MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(NODE) --test contract-tests/mock.test.ts
+		env MOCK_BASE_URL=http://127.0.0.1:$(MOCK_PORT)/v1 $(TEST_RUN) contract-tests/mock.test.ts
 
 fuzz: setup
 	$(SERVE_SEARXNG) $(SERVE_LOCAL) contract-tests/fuzz.sh $(LOCAL_URL) $(TEST_KEY) $(FUZZ_EXAMPLES)
@@ -193,7 +196,7 @@ fuzz: setup
 # What a new user types first, on a fresh clone of HEAD: make run and the README's curl requests,
 # npm run keys, make mock, make conformance (the installed dependencies linked in, not reinstalled).
 fresh-clone: setup
-	$(NODE) --test contract-tests/fresh-clone.test.ts
+	$(TEST_RUN) contract-tests/fresh-clone.test.ts
 
 test: setup lint check-generated typecheck unit contract contract-mock fuzz fresh-clone
 	@echo "make test: every check passed"

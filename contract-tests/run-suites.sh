@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 n=0
 for url in "$@"; do
   echo "== $url"
-  SERVICE_BASE_URL=$url node --import tsx --test --test-timeout=600000 contract-tests/conformance.test.ts contract-tests/generation.test.ts \
+  SERVICE_BASE_URL=$url node --import tsx --test --test-force-exit --test-timeout=600000 contract-tests/conformance.test.ts contract-tests/generation.test.ts \
     contract-tests/tasks.test.ts contract-tests/media.test.ts contract-tests/guard.test.ts contract-tests/hostile.test.ts
   n=$((n + 1))
   node --import tsx contract-tests/kit/cli.ts --base-url "$url" --api-key "$SERVICE_API_KEY" --extensions --report ".cache/conformance/target-$n"

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { delta, startFakeUpstream } from './testing/fake-upstream.ts';
 
@@ -51,24 +51,40 @@ async function shutDownWithStreams(graceMs: number) {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-  await new Promise<void>((resolve) => child.stdout!.on('data', (chunk: Buffer) => /Chat completion service on/.test(String(chunk)) && resolve()));
-  assert.equal(await readyzUntil(operationalPort, 'ready'), 200); // the guard's models loaded
-  // SIGTERM only once every stream is answered (its headers are in): a fixed wait let a slow
-  // machine send the signal before a stream had connected, and its request was refused.
-  const responses = await Promise.all(Array.from({ length: 5 }, (_, i) => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { Authorization: 'Bearer sk-drain', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
-    body: JSON.stringify({ model: 'service', stream: true, messages: [{ role: 'user', content: `story ${i}` }] }),
-  })));
-  assert.deepEqual(responses.map((res) => res.status), [200, 200, 200, 200, 200]);
-  const streams = responses.map((res) => res.text());
-  child.kill('SIGTERM');
-  const draining = await readyzUntil(operationalPort, 'draining'); // the operational port stays up while draining
-  const bodies = await Promise.all(streams);
-  const code = await exited;
-  await upstream.close();
-  return { bodies, code, draining };
+  // A failure (or a timeout) must not leave the server or the upstream running: the test file would never end.
+  const cleanUp = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await upstream.close();
+  };
+  cleanUps.add(cleanUp);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (chunk: Buffer) => /Chat completion service on/.test(String(chunk)) && resolve());
+      child.on('exit', (code) => reject(new Error(`the service ended before it was ready (exit ${code})`)));
+    });
+    assert.equal(await readyzUntil(operationalPort, 'ready'), 200); // the guard's models loaded
+    // SIGTERM only once every stream is answered (its headers are in): a fixed wait let a slow
+    // machine send the signal before a stream had connected, and its request was refused.
+    const responses = await Promise.all(Array.from({ length: 5 }, (_, i) => fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { Authorization: 'Bearer sk-drain', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+      body: JSON.stringify({ model: 'service', stream: true, messages: [{ role: 'user', content: `story ${i}` }] }),
+    })));
+    assert.deepEqual(responses.map((res) => res.status), [200, 200, 200, 200, 200]);
+    const streams = responses.map((res) => res.text());
+    child.kill('SIGTERM');
+    const draining = await readyzUntil(operationalPort, 'draining'); // the operational port stays up while draining
+    const bodies = await Promise.all(streams);
+    const code = await exited;
+    return { bodies, code, draining };
+  } finally {
+    cleanUps.delete(cleanUp);
+    await cleanUp();
+  }
 }
+
+const cleanUps = new Set<() => Promise<void>>();
+after(() => Promise.all([...cleanUps].map((cleanUp) => cleanUp())));
 
 describe('SIGTERM with 5 streams in flight', { timeout: 120_000 }, () => {
   it('flips /readyz to 503, lets them finish within SHUTDOWN_GRACE_MS, each ending with finish_reason and [DONE], and exits 0', async () => {
