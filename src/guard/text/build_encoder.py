@@ -1,0 +1,121 @@
+"""Builds the text guard's encoder from all-mpnet-base-v2's weights (safetensors, fp32):
+
+  build_encoder.py MODEL_DIR OUT_DIR
+
+OUT_DIR/encoder.onnx  the 12 transformer layers as an ONNX graph, its weight products int8 except
+                      each layer's second feed-forward product (its input, after GELU, has too wide
+                      a range for one int8 scale: with it quantised too the embeddings drift to a
+                      cosine of 0.5-0.9 against fp32; without it they stay at 0.99)
+OUT_DIR/embeddings.npz  what runs before and around the graph, in numpy (mpnet.py): the word and
+                      position embeddings, their layer norm and the relative-position bias table
+
+The packages that carry the weights ship no graph, and no runtime here reads safetensors, so the
+graph is written once at setup, node by node, from the architecture in the model's config.json
+(hidden 768, 12 heads of 64, 12 layers, feed-forward 3072, layer-norm epsilon 1e-5).
+"""
+import json
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import QuantType, quantize_dynamic
+
+LAYERS, HEADS, HEAD_SIZE, HIDDEN, EPSILON = 12, 12, 64, 768, 1e-5
+
+
+def read_safetensors(path):
+    """name -> float32 array; the format is a little-endian header length, a JSON header, the data."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__" or entry["dtype"] != "F32":
+            continue
+        start, end = entry["data_offsets"]
+        tensors[name] = np.frombuffer(data[start:end], dtype=np.float32).reshape(entry["shape"])
+    return tensors
+
+
+class Graph:
+    def __init__(self):
+        self.nodes, self.initializers = [], []
+
+    def const(self, name, value):
+        self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def op(self, kind, inputs, out, **attributes):
+        self.nodes.append(helper.make_node(kind, inputs, [out], name=out, **attributes))
+        return out
+
+
+def layers_graph(weights):
+    """hidden (B, T, 768) and bias (B, 12, T, T: relative positions and padding) -> last (B, T, 768)."""
+    g = Graph()
+    g.const("heads_shape", np.array([0, 0, HEADS, HEAD_SIZE], np.int64))
+    g.const("model_shape", np.array([0, 0, HIDDEN], np.int64))
+    g.const("scale", np.float32(HEAD_SIZE ** -0.5))
+    g.const("half", np.float32(0.5))
+    g.const("one", np.float32(1.0))
+    g.const("inv_sqrt2", np.float32(2 ** -0.5))
+    hidden = "hidden"
+    for layer in range(LAYERS):
+        source, at = f"encoder.layer.{layer}.", f"layer{layer}."
+
+        def linear(x, weight, out):
+            w = g.const(f"{at}{out}.weight", weights[f"{source}{weight}.weight"].T.copy())
+            b = g.const(f"{at}{out}.bias", weights[f"{source}{weight}.bias"])
+            return g.op("Add", [g.op("MatMul", [x, w], f"{at}{out}.product"), b], f"{at}{out}")
+
+        def heads(name, perm):
+            flat = linear(hidden, f"attention.attn.{name}", name)
+            return g.op("Transpose", [g.op("Reshape", [flat, "heads_shape"], f"{at}{name}.heads")], f"{at}{name}.t", perm=perm)
+
+        def norm(x, weight, out):
+            scale = g.const(f"{at}{out}.scale", weights[f"{source}{weight}.weight"])
+            shift = g.const(f"{at}{out}.shift", weights[f"{source}{weight}.bias"])
+            return g.op("LayerNormalization", [x, scale, shift], f"{at}{out}", axis=-1, epsilon=EPSILON)
+
+        q, k, v = heads("q", [0, 2, 1, 3]), heads("k", [0, 2, 3, 1]), heads("v", [0, 2, 1, 3])
+        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k], f"{at}qk"), "scale"], f"{at}qk.scaled"), "bias"], f"{at}scores")
+        mixed = g.op("MatMul", [g.op("Softmax", [scores], f"{at}weights", axis=-1), v], f"{at}mixed")
+        mixed = g.op("Reshape", [g.op("Transpose", [mixed], f"{at}mixed.t", perm=[0, 2, 1, 3]), "model_shape"], f"{at}mixed.flat")
+        attended = norm(g.op("Add", [linear(mixed, "attention.attn.o", "o"), hidden], f"{at}attended.sum"), "attention.LayerNorm", "attended")
+        inner = linear(attended, "intermediate.dense", "inner")
+        erf = g.op("Erf", [g.op("Mul", [inner, "inv_sqrt2"], f"{at}inner.scaled")], f"{at}erf")
+        gelu = g.op("Mul", [g.op("Mul", [inner, "half"], f"{at}inner.half"), g.op("Add", [erf, "one"], f"{at}erf.plus1")], f"{at}gelu")
+        hidden = norm(g.op("Add", [linear(gelu, "output.dense", "down"), attended], f"{at}down.sum"), "output.LayerNorm", "out")
+    g.nodes.append(helper.make_node("Identity", [hidden], ["last"], name="last"))
+    graph = helper.make_graph(
+        g.nodes, "mpnet_layers",
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "T", HIDDEN]),
+         helper.make_tensor_value_info("bias", TensorProto.FLOAT, ["B", HEADS, "T", "T"])],
+        [helper.make_tensor_value_info("last", TensorProto.FLOAT, ["B", "T", HIDDEN])], g.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def main(model_dir, out_dir):
+    weights = read_safetensors(Path(model_dir) / "model.safetensors")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    np.savez(out / "embeddings.npz",
+             words=weights["embeddings.word_embeddings.weight"], positions=weights["embeddings.position_embeddings.weight"],
+             norm_scale=weights["embeddings.LayerNorm.weight"], norm_shift=weights["embeddings.LayerNorm.bias"],
+             relative_bias=weights["encoder.relative_attention_bias.weight"])
+    fp32 = out / "encoder-fp32.onnx"
+    model = layers_graph(weights)
+    onnx.save(model, fp32)
+    quantised = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.name.endswith(".product") and ".down." not in n.name]
+    quantize_dynamic(fp32, out / "encoder.onnx", weight_type=QuantType.QInt8, per_channel=True, reduce_range=True, nodes_to_quantize=quantised)
+    fp32.unlink()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
