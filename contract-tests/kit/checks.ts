@@ -223,7 +223,9 @@ export const CHECKS: Check[] = [
     async run(probe, { model }) {
       const tools = [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
       const question = { role: 'user', content: 'What is the weather in Paris?' };
-      const body = (await probe.complete({ model, max_tokens: 48, messages: [question], tools, tool_choice: 'required' })).json as Json;
+      // Temperature 0: the check grades the protocol, not a model's sampling; a small model sampled at
+      // its default now and then writes a long free-text city and runs past max_tokens (finish_reason length).
+      const body = (await probe.complete({ model, max_tokens: 48, temperature: 0, messages: [question], tools, tool_choice: 'required' })).json as Json;
       const choice = body?.choices?.[0];
       // No call at all fails the flow and tools; the ToolCall fields (§2.7) are graded once there is one.
       const flow = { only: ['§4.5', '§2.1 tools'] };
