@@ -28,5 +28,5 @@ echo "$weights_sha256  $model/model.safetensors" | sha256sum --check --quiet
 echo "$tokenizer_sha256  $model/tokenizer.json" | sha256sum --check --quiet
 rm -rf "$out" && mkdir -p "$out"
 cp "$model/tokenizer.json" "$model/README.md" "$out/"
-$python src/guard/text/build_encoder.py "$model" "$out" 2>&1 | grep -v 'pre-processing before quantization' || true
+$python src/guard/text/build_encoder.py "$model" "$out"
 test -s "$out/encoder.onnx" && test -s "$out/embeddings.npz"

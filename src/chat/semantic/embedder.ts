@@ -19,8 +19,9 @@ export interface MiniLmEmbedderOptions extends QueueLimits {
 }
 
 /**
- * The guard's sentence encoder (all-MiniLM-L6-v2, int8 ONNX) in its own worker
- * (`guard_worker.py embed`): the semantic cache's lookups never wait behind the guard's batches.
+ * The semantic cache's sentence encoder (all-MiniLM-L6-v2, int8 ONNX; the guard reads with MPNet)
+ * in its own worker (`guard_worker.py embed`): the semantic cache's lookups never wait behind the
+ * guard's batches.
  */
 export class MiniLmEmbedder implements Embedder {
   private readonly worker: LineWorker<{ texts: string[] }, { vectors: number[][] }>;

@@ -30,7 +30,7 @@ export interface TextClassifierOptions extends QueueLimits {
 }
 
 /**
- * The text guard's classifier: a MiniLM sentence encoder and one logistic-regression head per
+ * The text guard's classifier: an MPNet sentence encoder and one logistic-regression head per
  * code, in a Python worker (guard_worker.py) started once and fed batches of texts.
  */
 export class TextClassifier {
