@@ -99,7 +99,7 @@ GUARD_ENCODER := .cache/guard/mpnet/encoder.onnx
 $(GUARD_ENCODER): .venv-guard/.installed scripts/install-guard-encoder.sh src/guard/text/build_encoder.py
 	scripts/install-guard-encoder.sh
 
-$(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete src/guard/dataset/train.jsonl src/guard/text/guard_worker.py src/guard/text/mpnet.py src/guard/text/batching.py
+$(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete src/guard/dataset/train.jsonl $(wildcard src/guard/text/*.py)
 	@echo "==> fitting the text guard's heads on the labelled training sets (a few minutes)"
 	mkdir -p $(dir $@)
 	.venv-guard/bin/python src/guard/text/guard_worker.py train $@ src/guard/dataset/train.jsonl .cache/guard-data/calibration.jsonl

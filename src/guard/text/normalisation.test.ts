@@ -10,7 +10,7 @@ const EVAL = new URL('../dataset/eval.jsonl', import.meta.url).pathname;
 const TEXTS = 8; // of each kind: a few, so the file stays fast
 
 // Issue 23: what holds of the evasion forms today (bench/guard-evasion.bench.ts measures the rest,
-// hiding in long text, which does not hold yet). The worker normalises a text before judging it,
+// hiding in long text, which does not hold yet for every form). The worker normalises a text before judging it,
 // so a request spaced out letter by letter or written with look-alike letters, zero-width
 // characters and fullwidth forms gets the verdict of its plain form: flagged when the plain form
 // is, passed when the plain form is.
@@ -26,6 +26,25 @@ describe('the text guard reads a disguised text as its plain form', () => {
   // Spread over the file, so several codes and both kinds of safe text are in.
   const every = <T>(items: T[]) => items.filter((_, i) => i % Math.floor(items.length / TEXTS) === 0).slice(0, TEXTS);
   const texts = [...every(rows.filter((r) => r.codes.length > 0)), ...every(rows.filter((r) => r.codes.length === 0))].map((r) => r.text);
+
+  // A long text is read sentence by sentence after normalising, so line breaks do not cut a
+  // sentence, and a run of short sentences is read as one: a request split two words a line, or
+  // cut into sentences of two or three words, between harmless sentences reads whole again (a
+  // request with its own full stop; one without runs on into the next sentence).
+  for (const form of ['split-lines', 'clipped'] as EvasionForm[]) {
+    it(`finds a flagged request in ${form} form among harmless sentences`, async () => {
+      const stopped = (text: string) => /[.?!]$/.test(text);
+      const candidates = rows.filter((r) => r.codes.length > 0 && stopped(r.text)).map((r) => r.text).filter((_, i) => i % 5 === 0).slice(0, 2 * TEXTS);
+      const filler = rows.filter((r) => r.codes.length === 0 && stopped(r.text)).map((r) => r.text);
+      const plain = await verdicts(candidates);
+      const requests = candidates.filter((_, i) => plain[i]);
+      assert.ok(requests.length >= TEXTS, `${requests.length} requests flagged alone`);
+      const hidden = requests.map((request, i) => hide(form, request, filler, seededRandom(100 + i), 400));
+      assert.ok(hidden.every((text, i) => !text.includes(requests[i]!)), 'every request is cut');
+      const seen = await verdicts(hidden);
+      assert.deepEqual(requests.filter((_, i) => !seen[i]), [], 'requests that escaped once cut');
+    });
+  }
 
   for (const form of ['spaced', 'homoglyphs'] as EvasionForm[]) {
     it(`gives ${form} texts the verdict of their plain form`, async () => {
