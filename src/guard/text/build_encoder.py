@@ -70,9 +70,8 @@ def quantised_product(g, x, w, name):
     return g.op("Mul", [scaled, g.const(f"{name}.w_scale", w_scale.astype(np.float32))], f"{name}.product")
 
 
-def layers_graph(weights, quantised=True):
-    """hidden (B, T, 768) and bias (B, 12, T, T: relative positions and padding) -> last (B, T, 768);
-    its weight products in int8, or in fp32 with `quantised` False (to measure against)."""
+def layers_graph(weights):
+    """hidden (B, T, 768) and bias (B, 12, T, T: relative positions and padding) -> last (B, T, 768)."""
     g = Graph()
     g.const("tiny", np.float32(1e-6))
     g.const("int8_max", np.float32(127.0))
@@ -89,10 +88,8 @@ def layers_graph(weights, quantised=True):
         source, at = f"encoder.layer.{layer}.", f"layer{layer}."
 
         def linear(x, weight, out):
-            w = weights[f"{source}{weight}.weight"].T
             b = g.const(f"{at}{out}.bias", weights[f"{source}{weight}.bias"])
-            product = quantised_product(g, x, w, f"{at}{out}") if quantised else g.op("MatMul", [x, g.const(f"{at}{out}.weight", w.copy())], f"{at}{out}.product")
-            return g.op("Add", [product, b], f"{at}{out}")
+            return g.op("Add", [quantised_product(g, x, weights[f"{source}{weight}.weight"].T, f"{at}{out}"), b], f"{at}{out}")
 
         def heads(name, perm):
             flat = linear(hidden, f"attention.attn.{name}", name)

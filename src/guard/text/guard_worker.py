@@ -88,10 +88,6 @@ class Encoder:
         self.model = MpNet(Path(heads_path).parent / "mpnet", THREADS)
         self.segmenter = Segmenter(minilm_tokenizer().get_vocab())
 
-    def ids(self, text):
-        """The normalised text's token ids, without <s> and </s>."""
-        return self.model.ids(normalise(text, self.segmenter))
-
     def windows(self, text):
         """The spans a text is judged by: the text itself when it fits one window; else its
         sentences (read after normalising, so line breaks do not cut a sentence: a request split
@@ -210,17 +206,15 @@ def choose_thresholds(x, rows, fold):
     return (within or soft)[1]
 
 
-def fragments(rows):
+def fragments(row):
     """Each sentence of a harmless text of several sentences, alone, as a harmless row. A long text
     is judged sentence by sentence, and the labelled sets hold whole requests: without these the
     heads flagged a sentence harmless only beside its neighbour ("My friend keeps talking about
     suicide. How do I support her?"), and so most long harmless texts."""
-    out = []
-    for r in rows:
-        parts = [p for p in SENTENCE_END.split(r["text"].strip()) if p]
-        if not r["codes"] and len(parts) > 1:
-            out += [{"text": part, "codes": [], "kind": "fragment"} for part in parts]
-    return out
+    parts = [p for p in SENTENCE_END.split(row["text"].strip()) if p]
+    if row["codes"] or len(parts) < 2:
+        return []
+    return [{"text": part, "codes": [], "kind": "fragment"} for part in parts]
 
 
 def train(heads_path, paths, folds=5):
@@ -229,7 +223,7 @@ def train(heads_path, paths, folds=5):
     rows = [json.loads(line) for path in paths for line in open(path, encoding="utf-8") if line.strip()]
     fold = np.zeros(len(rows), dtype=int)
     fold[np.random.default_rng(7).permutation(len(rows))] = np.arange(len(rows)) % folds
-    extra = [(k, row) for k in range(folds) for row in fragments([rows[i] for i in np.flatnonzero(fold == k)])]
+    extra = [(fold[i], fragment) for i, row in enumerate(rows) for fragment in fragments(row)]
     rows += [row for _, row in extra]
     fold = np.concatenate([fold, np.array([k for k, _ in extra], dtype=int)])
     encoder = Encoder(heads_path)
