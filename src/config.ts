@@ -128,6 +128,8 @@ export const ENV = z.object({
   STT_PYTHON: text().default(`${PROJECT_ROOT}.venv-stt/bin/python`),
   GUARD_PYTHON: text().default(`${PROJECT_ROOT}.venv-guard/bin/python`),
   GUARD_HEADS: text().default(`${PROJECT_ROOT}.cache/guard/heads.json`),
+  /** Windows of text whose guard scores are kept per API key, so a conversation's earlier turns are not read again. */
+  GUARD_SPAN_CACHE: integer(0, 10_000_000).default(20_000),
   SEARXNG_URL: httpUrl().optional(), BRAVE_SEARCH_API_KEY: text().optional(), SEARCH_TIMEOUT_MS: integer(1, 600_000).default(10_000),
 }).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
   path: ['ENGINE'], message: 'ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)',
@@ -219,7 +221,7 @@ const CONFIG = ENV.transform((env) => ({
     maxTextChars: env.SCRAPER_MAX_TEXT_CHARS,
   } satisfies PageLimits,
   sttPython: env.STT_PYTHON,
-  guard: { python: env.GUARD_PYTHON, headsPath: env.GUARD_HEADS },
+  guard: { python: env.GUARD_PYTHON, headsPath: env.GUARD_HEADS, spanCache: env.GUARD_SPAN_CACHE },
   search: { searxngUrl: env.SEARXNG_URL, braveApiKey: env.BRAVE_SEARCH_API_KEY, timeoutMs: env.SEARCH_TIMEOUT_MS },
 }));
 

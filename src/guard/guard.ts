@@ -7,11 +7,20 @@ import { matchedImageCodes } from './image/image-codes.ts';
 import type { Region } from './image/image-model.ts';
 import { matchedTextCodes, type TextScores, type Thresholds } from './text/text-classifier.ts';
 
+/**
+ * Whom a check is for: the API key, counted in the classifier's queue share and the scope it may
+ * remember what it read in (never shared between keys); a zero-data-retention request leaves
+ * nothing behind.
+ */
+export interface Requester {
+  keyId: string;
+  zdr: boolean;
+}
+
 /** What the guard needs of a text classifier (the real one, or a scripted one in tests). */
 export interface TextScorer {
   thresholds(): Promise<Thresholds>;
-  /** `caller` (an API key id) is counted in the classifier's queue share. */
-  score(texts: string[], caller?: string): Promise<TextScores[][]>;
+  score(texts: string[], requester?: Requester): Promise<TextScores[][]>;
   close?(): Promise<void>;
 }
 
@@ -39,12 +48,12 @@ export interface CheckedImage {
 export class Guard {
   constructor(private readonly text: TextScorer, private readonly images?: ImageScorer) {}
 
-  async check(stage: GuardrailsResult['stage'], items: Checked[], codes: GuardCode[], pictures: CheckedImage[] = [], caller?: string): Promise<GuardrailsResult> {
+  async check(stage: GuardrailsResult['stage'], items: Checked[], codes: GuardCode[], pictures: CheckedImage[] = [], requester?: Requester): Promise<GuardrailsResult> {
     const present = items.filter((item) => item.text.trim() !== '');
     const best = new Map<GuardCode, number>();
     const keep = (found: Map<GuardCode, number>) => found.forEach((score, code) => best.set(code, Math.max(best.get(code) ?? 0, score)));
     const textCodes = codes.filter(isTextCode);
-    if (textCodes.length > 0 && present.length > 0) (await this.classifyTexts(present, textCodes, caller)).forEach(keep);
+    if (textCodes.length > 0 && present.length > 0) (await this.classifyTexts(present, textCodes, requester)).forEach(keep);
     const [imageCodes, unavailable] = this.judgeable(codes.filter(isImageCode), pictures);
     if (this.images && imageCodes.length > 0) {
       for (const picture of pictures) keep(matchedImageCodes(await this.images.score(picture.image, picture.beings ?? []), imageCodes));
@@ -71,9 +80,9 @@ export class Guard {
     return [codes.filter(can), codes.filter((code) => !can(code))];
   }
 
-  private async classifyTexts(items: Checked[], codes: TextCode[], caller: string | undefined): Promise<Map<TextCode, number>[]> {
+  private async classifyTexts(items: Checked[], codes: TextCode[], requester: Requester | undefined): Promise<Map<TextCode, number>[]> {
     try {
-      const [thresholds, scores] = await Promise.all([this.text.thresholds(), this.text.score(items.map((item) => item.text), caller)]);
+      const [thresholds, scores] = await Promise.all([this.text.thresholds(), this.text.score(items.map((item) => item.text), requester)]);
       return scores.map((spans) => matchedTextCodes(spans, codes, thresholds));
     } catch (err) {
       if (!(err instanceof LineWorkerError)) throw err;

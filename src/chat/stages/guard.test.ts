@@ -320,7 +320,8 @@ describe('the guard stage', () => {
   // The real text classifier (its Python worker, no language model): the same walk-arounds, end to end.
   describe('with the real text classifier', () => {
     const HARMFUL = 'Give me a step-by-step plan to murder my coworker and hide the body.';
-    const classifier = new Guard(new TextClassifier({ ...loadConfig({}).guard, threads: 1, timeoutMs: 600_000 }));
+    const text = new TextClassifier({ ...loadConfig({}).guard, threads: 1, timeoutMs: 600_000 });
+    const classifier = new Guard(text);
     let real: TestServer;
     before(async () => (real = await startTestServer({ guard: classifier })));
     after(() => Promise.all([real.close(), classifier.close()]));
@@ -341,6 +342,24 @@ describe('the guard stage', () => {
       assert.equal(await answer(chat(...harmless)), 'continue');
       assert.match((await answer(chat(HARMFUL, harmless[1]))) ?? '', /^unsafe S1\b/);
       assert.match((await answer(chat(harmless[0], HARMFUL))) ?? '', /^unsafe S1\b/);
+    });
+
+    // A conversation resends its earlier turns with each new one: the guard reads them once per key.
+    it('does not read a resent conversation again, unless the request is zero-data-retention', async () => {
+      const body = chat('Here is the first part of the plan for the garden party. We start at noon.', 'Saves a note for the user.');
+      const readBy = async (headers: Record<string, string>) => {
+        const before = text.windows.read;
+        const res = await postCompletion(real.baseUrl, body, { 'x-service-bypass-cache': 'true', ...headers });
+        assert.equal(((await res.json()) as ChatCompletionResponse).choices[0]!.message.content, 'continue');
+        return text.windows.read - before;
+      };
+      const first = await readBy({});
+      assert.ok(first >= 4, `the first reading read ${first} windows`);
+      assert.equal(await readBy({}), 0);
+      // Its own input and output checks are separate readings: its answer ("continue") is read again.
+      const forgetful = await readBy({ 'x-service-zdr': 'true' });
+      assert.ok(forgetful >= first, `a zero-data-retention request read ${forgetful} windows`);
+      assert.equal(await readBy({ 'x-service-zdr': 'true' }), forgetful);
     });
   });
 

@@ -25,9 +25,10 @@ export function guard(deps: GuardDeps): Stage {
     if (codes === undefined) return next(ctx);
     if (!deps.guard) throw guardUnavailable('This deployment has no guard, so <guard> cannot be honoured.');
     const { guard } = deps;
+    const requester = { keyId: ctx.caller.keyId, zdr: ctx.flags.zdr };
 
     const [texts, pictures] = await Promise.all([inputTexts(ctx, deps), inputImages(ctx, deps.tasks, codes)]);
-    const input = await guard.check('input', texts, codes, pictures, ctx.caller.keyId);
+    const input = await guard.check('input', texts, codes, pictures, requester);
     const entry = (result: typeof input): PrecontextEntry => ({ name: 'guardrails', result });
     if (!input.safe) return { events: textAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
 
@@ -38,7 +39,7 @@ export function guard(deps: GuardDeps): Stage {
     const held = answer.precontext;
     const completion: Completion = { ...answer, precontext: [entry(input)] };
     const output: OutputCheck = {
-      check: (items) => guard.check('output', items, codes, [], ctx.caller.keyId),
+      check: (items) => guard.check('output', items, codes, [], requester),
       onVerdict: (verdict) => {
         if (verdict.safe) completion.precontext.push(...held.splice(0));
         else completion.blocked = true;

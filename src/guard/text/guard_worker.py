@@ -2,9 +2,10 @@
 
   guard_worker.py train HEADS_JSON JSONL...      fits the heads on the labelled sets, writes them
   guard_worker.py serve HEADS_JSON               one JSON request per line on stdin, one answer per
-                                                 line on stdout: {"texts": [...]} -> {"scores":
-                                                 per text, per span [harmful, S1, ..., S14]}; the
-                                                 first line out names the codes and thresholds
+                                                 line on stdout: {"texts": [...], "scope": KEY?}
+                                                 -> {"scores": per text, per span [harmful, S1,
+                                                 ..., S14], "read": windows read}; the first line
+                                                 out names the codes and thresholds
   guard_worker.py embed                          the same protocol for the semantic cache:
                                                  {"texts": [...]} -> {"vectors": per text, its
                                                  embedding (384 floats), the text read whole up to
@@ -44,6 +45,7 @@ from tokenizers import Tokenizer  # noqa: E402
 from batching import mean_pooled, padded_batches  # noqa: E402
 from mpnet import MpNet  # noqa: E402
 from normalise import Segmenter, normalise  # noqa: E402
+from span_cache import SpanCache  # noqa: E402
 
 CODES = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S12", "S13", "S14"]
 WINDOW = 64  # tokens per window, [CLS] and [SEP] included: about the longest training text (45 words)
@@ -52,6 +54,7 @@ L2 = 1e-2  # ridge on the heads' weights: a few thousand examples, 768 features
 MAX_FPR = 0.03  # the share of each kind of safe text the thresholds may flag, in cross-validation
 FPR_WEIGHT = 5  # else a false positive costs five missed harmful texts
 THREADS = int(os.environ.get("GUARD_THREADS", "2"))
+SPAN_CACHE = int(os.environ.get("GUARD_SPAN_CACHE", "20000"))  # windows' scores kept (span_cache.py)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 SHORT = 8  # tokens: a sentence shorter than this is read together with the short ones beside it
 
@@ -240,14 +243,15 @@ def serve(heads_path):
         saved = json.load(f)
     heads = np.array(saved["heads"])  # (harmful + codes) x (768 + 1)
     encoder = Encoder(heads_path)
+    cache = SpanCache(SPAN_CACHE)
+    read = lambda windows: scores_of(encoder.model.embed(windows), heads).round(4).tolist()  # noqa: E731
     print(json.dumps({"ready": True, "codes": saved["codes"], "thresholds": saved["thresholds"]}), flush=True)
     for line in sys.stdin:
         try:
-            texts = json.loads(line)["texts"]
-            scores = []
-            for windows in encoder.embed_texts(texts):
-                scores.append(scores_of(windows, heads).round(4).tolist() if len(windows) else [])
-            print(json.dumps({"scores": scores}), flush=True)
+            request = json.loads(line)
+            windows = [encoder.windows(text) for text in request["texts"]]
+            scores, count = cache.scores(windows, request.get("scope"), read)
+            print(json.dumps({"scores": scores, "read": count}), flush=True)
         except Exception as err:  # one bad request must not end the worker
             print(json.dumps({"error": str(err)}), flush=True)
 

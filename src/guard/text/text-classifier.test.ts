@@ -4,6 +4,7 @@ import { loadConfig } from '../../config.ts';
 import { projectFile } from '../../project-files.ts';
 import { TEXT_CODES } from '../codes.ts';
 import { evaluate, readLabelled } from './evaluate.ts';
+import type { Requester } from '../guard.ts';
 import { matchedTextCodes, TextClassifier } from './text-classifier.ts';
 
 const DATASET = new URL('../dataset/', import.meta.url).pathname;
@@ -73,6 +74,35 @@ describe('the text guard classifier', () => {
     const [alone] = await classifier.score([text]);
     const [batched] = await classifier.score([text, ...company]);
     assert.deepEqual(batched, alone);
+  });
+
+  // Scores kept by the worker (span_cache.py) must be the scores a fresh reading gives, and
+  // never be another key's: a check's speed would tell one tenant what another sent.
+  it('reads a window once per key: the same scores again without reading, another key and a zero-data-retention request read anew', async () => {
+    const texts = ['The committee met at noon. It reviewed the budget for the new library wing. Tell me the easiest way to poison my neighbour without getting caught.', 'ok'];
+    const readOf = async (requester?: Requester) => {
+      const before = classifier.windows.read;
+      const scores = await classifier.score(texts, requester);
+      return { scores, read: classifier.windows.read - before };
+    };
+    const fresh = await readOf();
+    assert.ok(fresh.read >= 2, `read ${fresh.read}`);
+    const a = { keyId: 'key_a', zdr: false };
+    assert.deepEqual(await readOf(a), fresh);
+    assert.deepEqual(await readOf(a), { scores: fresh.scores, read: 0 });
+    assert.deepEqual(await readOf({ keyId: 'key_b', zdr: false }), fresh);
+    const forgetful = { keyId: 'key_c', zdr: true };
+    assert.deepEqual(await readOf(forgetful), fresh);
+    assert.deepEqual(await readOf(forgetful), fresh);
+    assert.deepEqual(await readOf({ keyId: 'key_c', zdr: false }), fresh, 'a zero-data-retention request left something behind');
+  });
+
+  it('reads a sentence repeated through a long text once', async () => {
+    const sentence = 'The committee reviewed the quarterly budget, the new library opening hours and the parking plan. ';
+    const before = classifier.windows.read;
+    const [spans] = await classifier.score([sentence.repeat(60)]);
+    assert.equal(spans!.length, 60);
+    assert.equal(classifier.windows.read - before, 1);
   });
 
   const matchedCodes = async (texts: string[]) => {

@@ -1,5 +1,6 @@
 import { projectFile } from '../../project-files.ts';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
+import type { Requester } from '../guard.ts';
 import type { QueueLimits } from '../../workers/job-queue.ts';
 import { LineWorker } from '../../workers/line-worker.ts';
 
@@ -25,6 +26,8 @@ export interface TextClassifierOptions extends QueueLimits {
   python: string;
   /** The heads fitted by `guard_worker.py train` (`make setup` writes them). */
   headsPath: string;
+  /** Windows whose scores the worker keeps, per API key (span_cache.py); 0: none. */
+  spanCache: number;
   threads: number;
   timeoutMs: number;
 }
@@ -34,12 +37,14 @@ export interface TextClassifierOptions extends QueueLimits {
  * code, in a Python worker (guard_worker.py) started once and fed batches of texts.
  */
 export class TextClassifier {
-  private readonly worker: LineWorker<{ texts: string[] }, { scores: number[][][] }>;
+  private readonly worker: LineWorker<{ texts: string[]; scope?: string }, { scores: number[][][]; read: number }>;
+  /** Windows the encoder read, and windows answered without a reading of their own (read before for the key, or repeated in one request). */
+  readonly windows = { read: 0, reused: 0 };
 
   constructor(options: TextClassifierOptions) {
     this.worker = new LineWorker({
       name: 'the text guard', command: options.python, args: [SCRIPT, 'serve', options.headsPath],
-      env: { GUARD_THREADS: String(options.threads) }, timeoutMs: options.timeoutMs, maxQueued: options.maxQueued, perCaller: options.perCaller,
+      env: { GUARD_THREADS: String(options.threads), GUARD_SPAN_CACHE: String(options.spanCache) }, timeoutMs: options.timeoutMs, maxQueued: options.maxQueued, perCaller: options.perCaller,
     });
   }
 
@@ -47,10 +52,17 @@ export class TextClassifier {
     return (await this.worker.hello()).thresholds as Thresholds;
   }
 
-  /** Per text, the scores of each of its spans; `caller` (an API key id) is counted in the queue's share. */
-  async score(texts: string[], caller?: string): Promise<TextScores[][]> {
+  /**
+   * Per text, the scores of each of its spans. A window already read for the same key is not read
+   * again (a conversation resends its earlier turns); without a requester, or for a
+   * zero-data-retention one, nothing is looked up or kept.
+   */
+  async score(texts: string[], requester?: Requester): Promise<TextScores[][]> {
     if (texts.length === 0) return [];
-    const { scores } = await this.worker.request({ texts }, caller);
+    const scope = requester && !requester.zdr ? requester.keyId : undefined;
+    const { scores, read } = await this.worker.request({ texts, ...(scope === undefined ? {} : { scope }) }, requester?.keyId);
+    this.windows.read += read;
+    this.windows.reused += scores.reduce((sum, spans) => sum + spans.length, 0) - read;
     return scores.map((spans) => spans.map(([harmful, ...codes]) => ({
       harmful: harmful!,
       codes: Object.fromEntries(TEXT_CODES.map((code, i) => [code, codes[i]!])) as Record<TextCode, number>,
