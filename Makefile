@@ -231,10 +231,12 @@ bench-gateway: setup
 
 # The guard's quality (README): the text classifier on the held-out labelled set (per-code
 # precision and recall, the false-positive rate, a confusion matrix; bench/results/guard-eval.json),
-# and the image codes on pictures from Debian packages (bench/results/guard-images.json).
+# requests hidden by form (guard-evasion.json), long harmless texts nobody here wrote
+# (guard-long.json), and the image codes on pictures from Debian packages (guard-images.json).
 guard-eval: setup .cache/fixtures/guard-images/.complete
 	$(NODE) bench/guard-eval.bench.ts
 	$(NODE) bench/guard-evasion.bench.ts
+	$(NODE) bench/guard-long.bench.ts
 	$(NODE) bench/guard-images.bench.ts
 
 .cache/fixtures/guard-images/.complete: scripts/install-guard-images.sh
@@ -247,7 +249,7 @@ guard-eval: setup .cache/fixtures/guard-images/.complete
 guard-external: setup .cache/guard-data/.complete
 	$(NODE) bench/guard-external.bench.ts
 
-.cache/guard-data/.complete: scripts/install-guard-data.sh scripts/guard-data/extract.py .venv-guard/.installed
+.cache/guard-data/.complete: scripts/install-guard-data.sh scripts/guard-data/extract.py .venv-guard/.installed node_modules/.installed
 	scripts/install-guard-data.sh
 
 # Accuracy of the tasks on the project's own fixtures (README).

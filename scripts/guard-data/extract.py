@@ -3,7 +3,7 @@ packages (scripts/install-guard-data.sh downloads them), written as JSONL {text,
 in two parts fixed by a hash of the text: calibration.jsonl (thresholds may be tuned on it) and
 heldout.jsonl (for reporting only: never look at it while tuning).
 
-  extract.py WHEELS_DIR OUT_DIR
+  extract.py WHEELS_DIR NODE_MODULES OUT_DIR
 
 codes are the Llama Guard 3 codes of src/guard/codes.ts, mapped from each source's own category;
 a harmful text whose source gives no category gets ["unlabelled"] (it counts for overall recall,
@@ -109,6 +109,55 @@ def guardmeter(wheels):
     return rows
 
 
+def writingbench(wheels):
+    """WritingBench's writing requests (via inspect_evals, MIT; the benchmark's own repository names
+    no licence): real-world writing tasks, most with their materials pasted in (reports, contracts,
+    court rulings, stories), a few words to several thousand. The English ones only: long harmless
+    requests, read by the guard span by span, where a false positive costs a whole request."""
+    rows = []
+    for line in read(wheel(wheels, "inspect_evals"), "inspect_evals/writingbench/benchmark_all.jsonl").splitlines():
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        text = item["query"].strip()
+        if sum(ch.isascii() for ch in text) >= 0.98 * len(text):
+            rows.append({"text": text, "codes": [], "kind": "long", "source": f"writingbench/{item['domain1']}"})
+    return rows
+
+
+README_WORDS = 300  # words a README chunk holds at most, paragraph-aligned
+# Sources nothing is ever fitted on: their held-out half measures whether what the heads learn
+# from the other long texts carries over to another kind; their calibration half is not written.
+MEASURED_ONLY = ("npm/",)
+
+
+def npm_readmes(node_modules):
+    """Technical text: one chunk of each README of the npm packages this project installs (each
+    under its package's licence, mostly MIT or ISC), up to README_WORDS words of whole paragraphs,
+    which chunk drawn by a hash of the package's name. Prose, code, tables and licence notices:
+    long harmless texts of another kind than WritingBench's, for measurement only (MEASURED_ONLY)."""
+    root, rows = Path(node_modules), []
+    packages = sorted(p for p in root.glob("*") if not p.name.startswith((".", "@"))) + sorted(root.glob("@*/*"))
+    for package in packages:
+        readme = next((f for f in sorted(package.glob("*")) if f.name.lower() == "readme.md"), None)
+        if readme is None:
+            continue
+        chunks, current, count = [], [], 0
+        for paragraph in (p.strip() for p in re.split(r"\n\s*\n", readme.read_text(encoding="utf-8", errors="replace"))):
+            words = len(paragraph.split())
+            if current and count + words > README_WORDS:
+                chunks.append("\n\n".join(current))
+                current, count = [], 0
+            if paragraph:
+                current.append(paragraph)
+                count += words
+        chunks = [c for c in chunks + ["\n\n".join(current)] if len(c.split()) >= 50]
+        if chunks:
+            pick = int(hashlib.sha256(package.name.encode()).hexdigest()[:8], 16) % len(chunks)
+            rows.append({"text": chunks[pick], "codes": [], "kind": "long", "source": f"npm/{package.relative_to(root)}"})
+    return rows
+
+
 def key(text):
     """What makes two texts the same: case, spacing and Unicode form ignored."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()
@@ -120,10 +169,11 @@ def part(text):
     return "calibration" if bucket < CALIBRATION_SHARE else "heldout"
 
 
-def main(wheels, out):
+def main(wheels, node_modules, out):
     rows, seen = [], {}
-    for source in (donotanswer, harmbench, advbench, freshqa, guardmeter):
-        for row in source(wheels):
+    from_wheels = [donotanswer(wheels), harmbench(wheels), advbench(wheels), freshqa(wheels), guardmeter(wheels), writingbench(wheels)]
+    for source in [*from_wheels, npm_readmes(node_modules)]:
+        for row in source:
             k = key(row["text"])
             if k in seen:  # the same text twice (FreshQA's two versions, HarmBench within AdvBench...)
                 if bool(seen[k]["codes"]) != bool(row["codes"]):
@@ -134,7 +184,7 @@ def main(wheels, out):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for name in ("calibration", "heldout"):
-        chosen = [r for r in rows if part(r["text"]) == name]
+        chosen = [r for r in rows if part(r["text"]) == name and not (name == "calibration" and r["source"].startswith(MEASURED_ONLY))]
         with open(out / f"{name}.jsonl", "w", encoding="utf-8") as f:
             f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in chosen)
         harmful = sum(1 for r in chosen if r["codes"])
@@ -142,4 +192,4 @@ def main(wheels, out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
 import { matchedTextCodes, type TextClassifier } from './text-classifier.ts';
 
-/** A labelled text: its codes ([] when safe) and its kind (harmful, lookalike, benign). */
+/** A labelled text: its codes ([] when safe) and its kind (harmful, lookalike, benign; long: a harmless request with its materials, read span by span). */
 export interface LabelledText {
   text: string;
   codes: TextCode[];
-  kind: 'harmful' | 'lookalike' | 'benign';
+  kind: 'harmful' | 'lookalike' | 'benign' | 'long';
 }
 
 export const readLabelled = (path: string): LabelledText[] =>

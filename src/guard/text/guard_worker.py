@@ -27,8 +27,10 @@ not change its verdict. A text longer than one window is read sentence by senten
 longer than a window in overlapping windows (Encoder.windows); it matches a code when one of its
 spans does, so a harmful sentence cannot hide in a long benign text (in a window of harmless
 sentences its meaning would be averaged away). The heads also learn from each sentence of the
-harmless training texts alone (fragments), as a long text is judged.
+harmless training texts alone (fragments), and from the spans of long harmless texts, as a long
+text is judged.
 """
+import itertools
 import json
 import os
 import re
@@ -173,15 +175,17 @@ def scores_of(x, heads):
     return sigmoid(np.hstack([x, np.ones((len(x), 1))]) @ heads.T)
 
 
-SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fragment": "flagged_fragments"}
+SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fragment": "flagged_fragments", "long": "flagged_long"}
+LONG_SPANS = 16  # spans of each long text trained on (a seeded draw), so that setup stays a few minutes
 
 
-def choose_thresholds(x, rows, fold):
+def choose_thresholds(x, rows, fold, text_of):
     """The harmful and code thresholds that do best on held-out folds (`fold`: each row's) of the
     training sets: the most overall recall plus the weakest code's recall while each kind of safe
-    text (look-alikes, plain texts, fragments) is flagged at most MAX_FPR of the time;
+    text (look-alikes, plain texts, fragments, long texts) is flagged at most MAX_FPR of the time;
     if no pair holds that, overall recall plus the weakest code's recall less FPR_WEIGHT times the
-    share of safe texts flagged (the mean over the kinds)."""
+    share of safe texts flagged (the mean over the kinds). A row is one span of the text
+    `text_of` names: a text is flagged when any of its spans is, as when serving."""
     held = np.zeros((len(rows), len(CODES) + 1))
     for k in np.unique(fold):
         test, train = np.flatnonzero(fold == k), np.flatnonzero(fold != k)
@@ -189,13 +193,16 @@ def choose_thresholds(x, rows, fold):
     harmful = np.array([bool(r["codes"]) for r in rows])
     # Each kind of safe text counts alike, however many of each the set has: plain texts are
     # easy, and a pile of them must not make look-alikes' false positives look rare.
-    kinds = {name: np.array([r["kind"] == kind for r in rows]) for kind, name in SAFE_KINDS.items()}
+    _, first, text_index = np.unique(text_of, return_index=True, return_inverse=True)  # first: a row standing for each text
+    kinds = {name: np.array([rows[i]["kind"] == kind for i in first]) for kind, name in SAFE_KINDS.items()}
     within, soft = None, None
     for gate in np.arange(0.30, 0.96, 0.025):
         for code in np.arange(0.10, 0.71, 0.05):
             flags = (held[:, 1:] >= code) & (held[:, :1] >= gate)
             recall = flags.any(1)[harmful].mean()
-            rates = {name: flags.any(1)[mask].mean() for name, mask in kinds.items()}
+            texts = np.zeros(len(first), dtype=bool)
+            np.logical_or.at(texts, text_index, flags.any(1))
+            rates = {name: texts[mask].mean() for name, mask in kinds.items() if mask.any()}
             weakest = min(flags[[c in r["codes"] for r in rows], i].mean() for i, c in enumerate(CODES))
             # What was chosen, and how it did out of fold (kept in the heads file, for the README's figures).
             chosen = {"harmful": round(float(gate), 3), "code": round(float(code), 2), "cross_validation": {
@@ -222,20 +229,31 @@ def fragments(row):
 
 def train(heads_path, paths, folds=5):
     """Fits the heads on the labelled sets plus their harmless texts' fragments, each fragment in
-    its text's fold, so cross-validation never sees a text on both sides."""
+    its text's fold, so cross-validation never sees a text on both sides. A long text (kind
+    "long": a harmless request with its materials) is read span by span, as when serving: up to
+    LONG_SPANS of its spans, each a row in the text's fold."""
     rows = [json.loads(line) for path in paths for line in open(path, encoding="utf-8") if line.strip()]
     fold = np.zeros(len(rows), dtype=int)
     fold[np.random.default_rng(7).permutation(len(rows))] = np.arange(len(rows)) % folds
-    extra = [(fold[i], fragment) for i, row in enumerate(rows) for fragment in fragments(row)]
-    rows += [row for _, row in extra]
-    fold = np.concatenate([fold, np.array([k for k, _ in extra], dtype=int)])
     encoder = Encoder(heads_path)
-    # A training text is short: its first window stands for it.
-    x = np.stack([e[0] for e in encoder.embed_texts([r["text"] for r in rows])])
-    chosen = choose_thresholds(x, rows, fold)
+    draw, text_ids = np.random.default_rng(11), itertools.count()
+    spans, span_rows, span_fold, text_of = [], [], [], []
+    for i, row in enumerate(rows):
+        if row["kind"] == "long":
+            windows, text = encoder.windows(row["text"]), next(text_ids)
+            parts = [(windows[j], row, text) for j in sorted(draw.permutation(len(windows))[:LONG_SPANS])]
+        else:  # a short text: its first window stands for it
+            parts = [(encoder.windows(r["text"])[0], r, next(text_ids)) for r in [row, *fragments(row)]]
+        for window, span_row, text in parts:
+            spans.append(window)
+            span_rows.append(span_row)
+            span_fold.append(fold[i])
+            text_of.append(text)
+    x = encoder.model.embed(spans)
+    chosen = choose_thresholds(x, span_rows, np.array(span_fold), np.array(text_of))
     with open(heads_path, "w", encoding="utf-8") as out:
-        json.dump({"codes": CODES, "examples": len(rows), "thresholds": {"harmful": chosen["harmful"], "code": chosen["code"]},
-                   "cross_validation": chosen["cross_validation"], "heads": fit_heads(x, rows).tolist()}, out)
+        json.dump({"codes": CODES, "examples": len(span_rows), "thresholds": {"harmful": chosen["harmful"], "code": chosen["code"]},
+                   "cross_validation": chosen["cross_validation"], "heads": fit_heads(x, span_rows).tolist()}, out)
 
 
 def serve(heads_path):

@@ -1,0 +1,43 @@
+// The text guard on long harmless text (issue 23: harmless requests pass): how many whole texts
+// <guard>ALL</guard> blocks, by source, among the held-out long texts of the external set
+// (scripts/install-guard-data.sh; kind "long" in .cache/guard-data/heldout.jsonl), which no head or
+// threshold was fitted on. A long text is read span by span, so one span that passes the heads
+// blocks the whole request.
+//   writingbench: WritingBench's writing tasks with their materials pasted in;
+//   npm: a chunk of an npm package's README (prose, code, tables, licence notices).
+// BENCH_SOURCES (writingbench,npm) names the sources to run. Writes bench/results/guard-long.json.
+import { writeFileSync } from 'node:fs';
+import { loadConfig } from '../src/config.ts';
+import { TEXT_CODES } from '../src/guard/codes.ts';
+import { readLabelled } from '../src/guard/text/evaluate.ts';
+import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
+import { projectFile } from '../src/project-files.ts';
+
+type ExternalText = ReturnType<typeof readLabelled>[number] & { source: string };
+
+const SOURCES = (process.env.BENCH_SOURCES ?? 'writingbench,npm').split(',');
+const long = (readLabelled(projectFile('.cache/guard-data/heldout.jsonl')) as ExternalText[]).filter((t) => t.kind === 'long');
+
+const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 3_600_000 });
+try {
+  const thresholds = await classifier.thresholds();
+  const results: { source: string; texts: number; blocked: number; spans: number; codes: Record<string, number> }[] = [];
+  for (const source of SOURCES) {
+    const texts = long.filter((t) => t.source.split('/')[0] === source).map((t) => t.text);
+    const scores = await classifier.score(texts);
+    const codes: Record<string, number> = {};
+    let blocked = 0;
+    for (const spans of scores) {
+      const matched = [...matchedTextCodes(spans, TEXT_CODES, thresholds).keys()];
+      if (matched.length) blocked += 1;
+      for (const code of matched) codes[code] = (codes[code] ?? 0) + 1;
+    }
+    results.push({ source, texts: texts.length, blocked, spans: scores.reduce((n, s) => n + s.length, 0), codes });
+  }
+  console.log(`\nthresholds: harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
+  console.log('| held-out long harmless texts | blocked under ALL | spans read | codes matched (texts) |\n|---|---|---|---|');
+  for (const r of results) console.log(`| ${r.source} | ${r.blocked}/${r.texts} | ${r.spans} | ${Object.entries(r.codes).map(([c, n]) => `${c} ${n}`).join(', ')} |`);
+  writeFileSync('bench/results/guard-long.json', `${JSON.stringify({ when: new Date().toISOString(), thresholds, results }, null, 2)}\n`);
+} finally {
+  await classifier.close();
+}
