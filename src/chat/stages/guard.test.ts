@@ -325,13 +325,13 @@ describe('the guard stage', () => {
     let real: TestServer;
     before(async () => (real = await startTestServer({ guard: classifier })));
     after(() => Promise.all([real.close(), classifier.close()]));
-    const chat = (assistant: string, description: string) => ({
+    const chat = (assistant: string, description: string, user = 'Please go on with the garden party plan.', last = 'continue') => ({
       model: 'service',
       messages: [
         { role: 'system', content: '<guard>ALL</guard>' },
-        { role: 'user', content: 'Please go on with the garden party plan.' },
+        { role: 'user', content: user },
         { role: 'assistant', content: assistant },
-        { role: 'user', content: 'continue' },
+        { role: 'user', content: last },
       ],
       tools: [{ type: 'function', function: { name: 'save_note', description, parameters: { type: 'object', properties: {} } } }],
     });
@@ -345,18 +345,20 @@ describe('the guard stage', () => {
     });
 
     // A conversation resends its earlier turns with each new one: the guard reads them once per key.
+    // Every text here is new to this server's key (the test above read its own under the same key).
     it('does not read a resent conversation again, unless the request is zero-data-retention', async () => {
-      const body = chat('Here is the first part of the plan for the garden party. We start at noon.', 'Saves a note for the user.');
+      const body = chat('Here is the first part of the picnic plan. We meet at the lake at noon.', 'Keeps a note of the picnic plan.',
+        'Please go on with the picnic plan for Sunday.', 'carry on');
       const readBy = async (headers: Record<string, string>) => {
         const before = text.windows.read;
         const res = await postCompletion(real.baseUrl, body, { 'x-service-bypass-cache': 'true', ...headers });
-        assert.equal(((await res.json()) as ChatCompletionResponse).choices[0]!.message.content, 'continue');
+        assert.equal(((await res.json()) as ChatCompletionResponse).choices[0]!.message.content, 'carry on');
         return text.windows.read - before;
       };
       const first = await readBy({});
       assert.ok(first >= 4, `the first reading read ${first} windows`);
       assert.equal(await readBy({}), 0);
-      // Its own input and output checks are separate readings: its answer ("continue") is read again.
+      // Its own input and output checks are separate readings: its answer ("carry on") is read again.
       const forgetful = await readBy({ 'x-service-zdr': 'true' });
       assert.ok(forgetful >= first, `a zero-data-retention request read ${forgetful} windows`);
       assert.equal(await readBy({ 'x-service-zdr': 'true' }), forgetful);
