@@ -4,8 +4,10 @@
 // threshold was fitted on. A long text is read span by span, so one span that passes the heads
 // blocks the whole request.
 //   writingbench: WritingBench's writing tasks with their materials pasted in;
-//   npm: a chunk of an npm package's README (prose, code, tables, licence notices).
-// BENCH_SOURCES (writingbench,npm) names the sources to run. Writes bench/results/guard-long.json.
+//   npm: a chunk of an npm package's README (prose, code, tables, licence notices), never trained on;
+//   licence: a chunk of a licence text of Debian's /usr/share/common-licenses;
+//   python: a chunk of a module of Python's standard library.
+// BENCH_SOURCES (writingbench,npm,licence,python) names the sources to run. Writes bench/results/guard-long.json.
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
@@ -15,7 +17,7 @@ import { projectFile } from '../src/project-files.ts';
 
 type ExternalText = ReturnType<typeof readLabelled>[number] & { source: string };
 
-const SOURCES = (process.env.BENCH_SOURCES ?? 'writingbench,npm').split(',');
+const SOURCES = (process.env.BENCH_SOURCES ?? 'writingbench,npm,licence,python').split(',');
 const long = (readLabelled(projectFile('.cache/guard-data/heldout.jsonl')) as ExternalText[]).filter((t) => t.kind === 'long');
 
 const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 3_600_000 });

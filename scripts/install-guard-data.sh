@@ -7,7 +7,9 @@
 #   inspect_evals 0.26.0 (MIT): FreshQA questions (Apache-2.0), harmless; WritingBench's English
 #     writing requests with their materials (the benchmark's repository names no licence), long harmless texts
 #   guardmeter 0.14.2 (MIT, its data CC-BY-4.0): unsafe, harmless and borderline rows
-# and a chunk of each README of the npm packages in node_modules (package-lock.json), technical text.
+# and technical text: a chunk of each README of the npm packages in node_modules (package-lock.json,
+# measured only), the licence texts of Debian's /usr/share/common-licenses and a chunk of each module
+# of Python's standard library (both from what Debian installs).
 # The split between the two files is fixed by a hash of each text (scripts/guard-data/extract.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."

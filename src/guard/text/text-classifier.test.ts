@@ -22,6 +22,17 @@ describe('the text guard classifier', () => {
     assert.ok(held.filter((l) => l.codes.length === 0).length >= 200, '200 safe held-out texts');
   });
 
+  // Technical text kept for measurement only (scripts/guard-data/extract.py MEASURED_ONLY): its
+  // held-out half says whether what the heads learn carries over to a kind they never saw.
+  it('fits on no text of the sources kept for measurement, and measures each of them', () => {
+    const sourceOf = (t: object) => String((t as { source?: string }).source).split('/')[0];
+    const measuredOnly = ['npm', 'licence', 'python'];
+    const calibration = readLabelled(projectFile('.cache/guard-data/calibration.jsonl')).map(sourceOf);
+    assert.deepEqual(calibration.filter((s) => measuredOnly.includes(s)), []);
+    const heldout = readLabelled(EXTERNAL_HELDOUT).map(sourceOf);
+    for (const source of measuredOnly) assert.ok(heldout.filter((s) => s === source).length >= 50, `held-out ${source} texts`);
+  });
+
   it('meets the floors on the held-out set under <guard>ALL</guard>: recall ≥ 0.85, false positives ≤ 0.03', async () => {
     const { overall } = await heldOut();
     assert.ok(overall.recall >= 0.85, `overall recall ${overall.recall}`);
