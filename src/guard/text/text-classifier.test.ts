@@ -25,7 +25,7 @@ describe('the text guard classifier', () => {
   // Technical text kept for measurement only (scripts/guard-data/extract.py MEASURED_ONLY): its
   // held-out half says whether what the heads learn carries over to a kind they never saw.
   it('fits on no text of the sources kept for measurement, and measures each of them', () => {
-    const sourceOf = (t: object) => String((t as { source?: string }).source).split('/')[0];
+    const sourceOf = (t: object) => String((t as { source?: string }).source).split('/')[0] ?? '';
     const measuredOnly = ['npm', 'licence', 'python'];
     const calibration = readLabelled(projectFile('.cache/guard-data/calibration.jsonl')).map(sourceOf);
     assert.deepEqual(calibration.filter((s) => measuredOnly.includes(s)), []);
