@@ -5,17 +5,16 @@
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
-import { evaluate, readLabelled, type LabelledText } from '../src/guard/text/evaluate.ts';
+import { evaluate, readLabelled } from '../src/guard/text/evaluate.ts';
 import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
 
 /** A row of the external set: its source besides the labelled text ("unlabelled" harmful rows have no code). */
-type ExternalText = LabelledText & { source: string };
 
 const config = loadConfig(process.env);
 const classifier = new TextClassifier({ ...config.guard, threads: 2, timeoutMs: 600_000 });
 try {
   // Long texts (WritingBench's writing tasks) are measured whole, span by span, by bench/guard-long.bench.ts.
-  const heldout = (readLabelled('.cache/guard-data/heldout.jsonl') as ExternalText[]).filter((t) => t.kind !== 'long');
+  const heldout = readLabelled('.cache/guard-data/heldout.jsonl').filter((t) => t.kind !== 'long');
   const quality = await evaluate(classifier, heldout);
   const thresholds = await classifier.thresholds();
   // Per source: how many of its texts <guard>ALL</guard> blocks (harmful sources: recall; safe ones: false positives).

@@ -11,21 +11,19 @@
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
-import { readLabelled } from '../src/guard/text/evaluate.ts';
+import { readLabelled, sourceFamily } from '../src/guard/text/evaluate.ts';
 import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
 import { projectFile } from '../src/project-files.ts';
 
-type ExternalText = ReturnType<typeof readLabelled>[number] & { source: string };
-
 const SOURCES = (process.env.BENCH_SOURCES ?? 'writingbench,npm,licence,python').split(',');
-const long = (readLabelled(projectFile('.cache/guard-data/heldout.jsonl')) as ExternalText[]).filter((t) => t.kind === 'long');
+const long = readLabelled(projectFile('.cache/guard-data/heldout.jsonl')).filter((t) => t.kind === 'long');
 
 const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 3_600_000 });
 try {
   const thresholds = await classifier.thresholds();
   const results: { source: string; texts: number; blocked: number; spans: number; codes: Record<string, number> }[] = [];
   for (const source of SOURCES) {
-    const texts = long.filter((t) => t.source.split('/')[0] === source).map((t) => t.text);
+    const texts = long.filter((t) => sourceFamily(t) === source).map((t) => t.text);
     const scores = await classifier.score(texts);
     const codes: Record<string, number> = {};
     let blocked = 0;

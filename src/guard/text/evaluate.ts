@@ -7,7 +7,12 @@ export interface LabelledText {
   text: string;
   codes: TextCode[];
   kind: 'harmful' | 'lookalike' | 'benign' | 'long';
+  /** Where an external text comes from ("npm/express", "writingbench/Law"); the team's sets name none. */
+  source?: string;
 }
+
+/** A text's source without its path: "npm", "writingbench", "licence"... */
+export const sourceFamily = (t: LabelledText): string => (t.source ?? '').split('/')[0] ?? '';
 
 export const readLabelled = (path: string): LabelledText[] =>
   readFileSync(path, 'utf8').split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line) as LabelledText);

@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import { projectFile } from '../../project-files.ts';
 import { TEXT_CODES } from '../codes.ts';
-import { evaluate, readLabelled } from './evaluate.ts';
+import { evaluate, readLabelled, sourceFamily } from './evaluate.ts';
 import type { Requester } from '../guard.ts';
 import { matchedTextCodes, TextClassifier } from './text-classifier.ts';
 
@@ -25,11 +25,10 @@ describe('the text guard classifier', () => {
   // Technical text kept for measurement only (scripts/guard-data/extract.py MEASURED_ONLY): its
   // held-out half says whether what the heads learn carries over to a kind they never saw.
   it('fits on no text of the sources kept for measurement, and measures each of them', () => {
-    const sourceOf = (t: object) => String((t as { source?: string }).source).split('/')[0] ?? '';
     const measuredOnly = ['npm', 'licence', 'python'];
-    const calibration = readLabelled(projectFile('.cache/guard-data/calibration.jsonl')).map(sourceOf);
+    const calibration = readLabelled(projectFile('.cache/guard-data/calibration.jsonl')).map(sourceFamily);
     assert.deepEqual(calibration.filter((s) => measuredOnly.includes(s)), []);
-    const heldout = readLabelled(EXTERNAL_HELDOUT).map(sourceOf);
+    const heldout = readLabelled(EXTERNAL_HELDOUT).map(sourceFamily);
     for (const source of measuredOnly) assert.ok(heldout.filter((s) => s === source).length >= 50, `held-out ${source} texts`);
   });
 
@@ -80,7 +79,7 @@ describe('the text guard classifier', () => {
   // pasted in, the held-out part): one span that passes the heads blocks the whole request, and
   // heads fitted on short texts alone passed tables, figures and court rulings as privacy or crime.
   it('passes long harmless requests nobody here wrote: at most 3 of the first 30 held-out WritingBench texts blocked', async () => {
-    const long = readLabelled(EXTERNAL_HELDOUT).filter((t) => t.kind === 'long').slice(0, 30);
+    const long = readLabelled(EXTERNAL_HELDOUT).filter((t) => sourceFamily(t) === 'writingbench').slice(0, 30);
     assert.equal(long.length, 30);
     const blocked = (await matchedCodes(long.map((t) => t.text))).filter((codes) => codes.length > 0);
     assert.ok(blocked.length <= 3, `${blocked.length} of 30 blocked: ${JSON.stringify(blocked)}`);
