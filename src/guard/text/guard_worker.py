@@ -1,4 +1,4 @@
-"""The text guard: sentence embeddings and one logistic-regression head per safety code.
+"""The text guard: sentence embeddings and a small network with one head per safety code.
 
   guard_worker.py train HEADS_JSON JSONL...      fits the heads on the labelled sets, writes them
   guard_worker.py serve HEADS_JSON               one JSON request per line on stdin, one answer per
@@ -45,14 +45,13 @@ import onnxruntime as ort  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 
 from batching import mean_pooled, padded_batches  # noqa: E402
+from heads import CODES, fit_heads, from_json, scores_of, to_json  # noqa: E402
 from mpnet import MpNet  # noqa: E402
 from normalise import Segmenter, normalise  # noqa: E402
 from span_cache import SpanCache  # noqa: E402
 
-CODES = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9", "S10", "S11", "S12", "S13", "S14"]
 WINDOW = 64  # tokens per window, [CLS] and [SEP] included: about the longest training text (45 words)
 CLS, SEP = 101, 102
-L2 = 1e-2  # ridge on the heads' weights: a few thousand examples, 768 features
 MAX_FPR = 0.03  # the share of each kind of safe text the thresholds may flag, in cross-validation
 FPR_WEIGHT = 5  # else a false positive costs five missed harmful texts
 THREADS = int(os.environ.get("GUARD_THREADS", "2"))
@@ -137,58 +136,21 @@ def sliding(ids, size):
     return [ids[start:start + size] for start in starts]
 
 
-def sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def fit_head(x, y):
-    """Class-balanced logistic regression with a ridge, by Newton's method (small, exact, fast)."""
-    n, d = x.shape
-    xb = np.hstack([x, np.ones((n, 1))])
-    weight = np.where(y == 1, 0.5 / max(y.sum(), 1), 0.5 / max((1 - y).sum(), 1)) * n
-    w = np.zeros(d + 1)
-    ridge = L2 * np.eye(d + 1)
-    ridge[d, d] = 0.0
-    for _ in range(30):
-        p = sigmoid(xb @ w)
-        gradient = xb.T @ (weight * (p - y)) + ridge @ w
-        hessian = (xb * (weight * p * (1 - p))[:, None]).T @ xb + ridge
-        step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if np.abs(step).max() < 1e-6:
-            break
-    return w
-
-
-def fit_heads(x, rows):
-    """The harmful head, then one head per code: rows of weights and a bias. A harmful text whose
-    source names no code ("unlabelled") teaches the harmful head only: to a code head it would be
-    a negative it may not be."""
-    heads = [fit_head(x, np.array([1.0 if r["codes"] else 0.0 for r in rows]))]
-    known = np.array(["unlabelled" not in r["codes"] for r in rows])
-    for code in CODES:
-        heads.append(fit_head(x[known], np.array([1.0 if code in r["codes"] else 0.0 for r in rows])[known]))
-    return np.array(heads)
-
-
-def scores_of(x, heads):
-    return sigmoid(np.hstack([x, np.ones((len(x), 1))]) @ heads.T)
-
-
 SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fragment": "flagged_fragments", "long": "flagged_long"}
 LONG_SPANS = 16  # spans of each long text trained on (a seeded draw), so that setup stays a few minutes
 
 
-def choose_thresholds(x, rows, fold, text_of):
+def choose_thresholds(x, rows, fold, text_of, fitted):
     """The harmful and code thresholds that do best on held-out folds (`fold`: each row's) of the
     training sets: the most overall recall plus the weakest code's recall while each kind of safe
     text (look-alikes, plain texts, fragments, long texts) is flagged at most MAX_FPR of the time;
     if no pair holds that, overall recall plus the weakest code's recall less FPR_WEIGHT times the
     share of safe texts flagged (the mean over the kinds). A row is one span of the text
-    `text_of` names: a text is flagged when any of its spans is, as when serving."""
+    `text_of` names: a text is flagged when any of its spans is, as when serving. The heads of each
+    fold are fitted on the rows `fitted` marks, and judged on every row of the held-out fold."""
     held = np.zeros((len(rows), len(CODES) + 1))
     for k in np.unique(fold):
-        test, train = np.flatnonzero(fold == k), np.flatnonzero(fold != k)
+        test, train = np.flatnonzero(fold == k), np.flatnonzero((fold != k) & fitted)
         held[test] = scores_of(x[test], fit_heads(x[train], [rows[i] for i in train]))
     harmful = np.array([bool(r["codes"]) for r in rows])
     # Each kind of safe text counts alike, however many of each the set has: plain texts are
@@ -196,8 +158,8 @@ def choose_thresholds(x, rows, fold, text_of):
     _, first, text_index = np.unique(text_of, return_index=True, return_inverse=True)  # first: a row standing for each text
     kinds = {name: np.array([rows[i]["kind"] == kind for i in first]) for kind, name in SAFE_KINDS.items()}
     within, soft = None, None
-    for gate in np.arange(0.30, 0.96, 0.025):
-        for code in np.arange(0.10, 0.71, 0.05):
+    for gate in np.arange(0.30, 0.98, 0.025):
+        for code in np.arange(0.10, 0.91, 0.05):
             flags = (held[:, 1:] >= code) & (held[:, :1] >= gate)
             recall = flags.any(1)[harmful].mean()
             texts = np.zeros(len(first), dtype=bool)
@@ -231,35 +193,41 @@ def train(heads_path, paths, folds=5):
     """Fits the heads on the labelled sets plus their harmless texts' fragments, each fragment in
     its text's fold, so cross-validation never sees a text on both sides. A long text (kind
     "long": a harmless request with its materials) is read span by span, as when serving: up to
-    LONG_SPANS of its spans, each a row in the text's fold."""
+    LONG_SPANS of its spans (a seeded draw) are fitted on, each a row in the text's fold, and
+    cross-validation judges it by all of its spans. Judged by the drawn spans alone, a long text
+    looked half as likely to be flagged as when it is served, every span read: out of fold 2.2%
+    of them, where 6% of the held-out WritingBench texts were blocked (README, "The heads")."""
     rows = [json.loads(line) for path in paths for line in open(path, encoding="utf-8") if line.strip()]
     fold = np.zeros(len(rows), dtype=int)
     fold[np.random.default_rng(7).permutation(len(rows))] = np.arange(len(rows)) % folds
     encoder = Encoder(heads_path)
     draw, text_ids = np.random.default_rng(11), itertools.count()
-    spans, span_rows, span_fold, text_of = [], [], [], []
+    spans, span_rows, span_fold, text_of, fitted = [], [], [], [], []
     for i, row in enumerate(rows):
         if row["kind"] == "long":
             windows, text = encoder.windows(row["text"]), next(text_ids)
-            parts = [(windows[j], row, text) for j in sorted(draw.permutation(len(windows))[:LONG_SPANS])]
+            drawn = set(draw.permutation(len(windows))[:LONG_SPANS].tolist())
+            parts = [(window, row, text, j in drawn) for j, window in enumerate(windows)]
         else:  # a short text: its first window stands for it
-            parts = [(encoder.windows(r["text"])[0], r, next(text_ids)) for r in [row, *fragments(row)]]
-        for window, span_row, text in parts:
+            parts = [(encoder.windows(r["text"])[0], r, next(text_ids), True) for r in [row, *fragments(row)]]
+        for window, span_row, text, fit in parts:
             spans.append(window)
             span_rows.append(span_row)
             span_fold.append(fold[i])
             text_of.append(text)
-    x = encoder.model.embed(spans)
-    chosen = choose_thresholds(x, span_rows, np.array(span_fold), np.array(text_of))
+            fitted.append(fit)
+    x, fitted = encoder.model.embed(spans), np.array(fitted)
+    chosen = choose_thresholds(x, span_rows, np.array(span_fold), np.array(text_of), fitted)
+    fit_rows = [row for row, fit in zip(span_rows, fitted) if fit]
     with open(heads_path, "w", encoding="utf-8") as out:
-        json.dump({"codes": CODES, "examples": len(span_rows), "thresholds": {"harmful": chosen["harmful"], "code": chosen["code"]},
-                   "cross_validation": chosen["cross_validation"], "heads": fit_heads(x, span_rows).tolist()}, out)
+        json.dump({"codes": CODES, "examples": len(fit_rows), "thresholds": {"harmful": chosen["harmful"], "code": chosen["code"]},
+                   "cross_validation": chosen["cross_validation"], "heads": to_json(fit_heads(x[fitted], fit_rows))}, out)
 
 
 def serve(heads_path):
     with open(heads_path, encoding="utf-8") as f:
         saved = json.load(f)
-    heads = np.array(saved["heads"])  # (harmful + codes) x (768 + 1)
+    heads = from_json(saved["heads"])
     encoder = Encoder(heads_path)
     cache = SpanCache(SPAN_CACHE)
     read = lambda windows: scores_of(encoder.model.embed(windows), heads).round(4).tolist()  # noqa: E731
