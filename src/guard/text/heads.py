@@ -63,9 +63,10 @@ def fit_heads(x, rows):
 
 
 def scores_of(x, heads):
-    """Per row of `x`, the scores of the harmful head and of each code's head."""
+    """Per row of `x`, the scores of the harmful head and of each code's head (in float64: a float32
+    score rounded to 4 places is no such decimal, and would show as 0.9731000065803528 in a verdict)."""
     hidden = np.maximum(np.asarray(x, np.float32) @ heads["w1"] + heads["b1"], 0)
-    return sigmoid(hidden @ heads["w2"] + heads["b2"])
+    return sigmoid(hidden @ heads["w2"] + heads["b2"]).astype(np.float64)
 
 
 def to_json(heads):
