@@ -137,7 +137,7 @@ def sliding(ids, size):
 
 
 SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fragment": "flagged_fragments", "long": "flagged_long"}
-LONG_SPANS = 16  # spans of each long text trained on (a seeded draw), so that setup stays a few minutes
+LONG_SPANS = 16  # spans of each long text fitted on (a seeded draw): all of them would outnumber the short texts' rows
 
 
 def choose_thresholds(x, rows, fold, text_of, fitted):
