@@ -4,10 +4,17 @@ import { LineWorker } from '../../workers/line-worker.ts';
 
 const SCRIPT = projectFile('src/guard/text/guard_worker.py');
 
-/** Turns a question into a unit vector; near vectors (cosine) mean near meanings. */
+/** A question as the semantic cache compares it. */
+export interface Reading {
+  /** The sentence's unit vector: near vectors (cosine) mean near meanings. */
+  vector: Float32Array;
+  /** Its word pieces' unit vectors, end to end (token-alignment.ts). */
+  pieces: Float32Array;
+}
+
 export interface Embedder {
   /** `caller` (an API key id) is counted in the worker queue's share. */
-  embed(text: string, caller?: string): Promise<Float32Array>;
+  embed(text: string, caller?: string): Promise<Reading>;
   close?(): Promise<void>;
 }
 
@@ -24,7 +31,7 @@ export interface MiniLmEmbedderOptions extends QueueLimits {
  * guard's batches.
  */
 export class MiniLmEmbedder implements Embedder {
-  private readonly worker: LineWorker<{ texts: string[] }, { vectors: number[][] }>;
+  private readonly worker: LineWorker<{ texts: string[] }, { vectors: number[][]; pieces: string[] }>;
 
   constructor(options: MiniLmEmbedderOptions) {
     this.worker = new LineWorker({
@@ -33,9 +40,9 @@ export class MiniLmEmbedder implements Embedder {
     });
   }
 
-  async embed(text: string, caller?: string): Promise<Float32Array> {
-    const { vectors } = await this.worker.request({ texts: [text] }, caller);
-    return Float32Array.from(vectors[0]!);
+  async embed(text: string, caller?: string): Promise<Reading> {
+    const { vectors, pieces } = await this.worker.request({ texts: [text] }, caller);
+    return { vector: Float32Array.from(vectors[0]!), pieces: decodeVector(pieces[0]!) };
   }
 
   warm(): Promise<unknown> {
@@ -54,7 +61,7 @@ export function similarity(a: Float32Array, b: Float32Array): number {
   return dot;
 }
 
-/** A vector as the store keeps it: Float32 little-endian bytes, base64. */
+/** A vector (or several end to end) as the store keeps it: Float32 little-endian bytes, base64. */
 export const encodeVector = (vector: Float32Array) => Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
 
 export function decodeVector(text: string): Float32Array {

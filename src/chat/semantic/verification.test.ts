@@ -17,6 +17,13 @@ describe('the semantic cache\'s bound', () => {
     assert.equal(estimatedError([], [...right(0.9, 48), { s: 0.95, ok: false }, { s: 0.86, ok: false }], 0.92), 1 / 50);
   });
 
+  it('reads a wider band when the narrow ones hold too few, but never past where an answer was wrong nor past 0.5 below s', () => {
+    assert.equal(mayServe([], right(0.7, 48), 0.92, 0.02), true, 'the clean band [0.62, 0.92] was not read');
+    assert.equal(mayServe([], [...right(0.8, 48), { s: 0.65, ok: false }], 0.92, 0.02), true, 'a wrong answer below a clean band held it back');
+    assert.equal(mayServe([], [...right(0.7, 48), { s: 0.65, ok: false }], 0.92, 0.02), false, 'served over a wrong answer inside the only band that holds enough');
+    assert.equal(mayServe([], right(0.4, 480), 0.92, 0.02), false, 'read observations more than 0.5 below s');
+  });
+
   it('lets one wrong answer of the entry\'s own in the band outweigh thousands of the pool\'s right ones', () => {
     assert.equal(mayServe([], right(0.9, 4000), 0.92, 0.02), true);
     assert.equal(mayServe([{ s: 0.9, ok: false }], right(0.9, 4000), 0.92, 0.02), false);

@@ -19,16 +19,16 @@ const angle = { a: 0, p1: Math.acos(0.9), p2: Math.acos(0.93), n: -Math.acos(0.9
 type Question = keyof typeof angle;
 const answerOf: Record<Question, string> = { a: 'Paris', p1: 'Paris', p2: 'Paris', n: 'Berlin', far: 'Rome' };
 
-/** The encoder: a question's point on the circle (384 dimensions, like MiniLM's). */
-const embedder: Embedder = {
-  async embed(text) {
-    const v = new Float32Array(384);
-    const a = angle[text as Question] ?? Math.PI / 2;
-    v[0] = Math.cos(a);
-    v[1] = Math.sin(a);
-    return v;
-  },
-};
+/** A point on the circle (384 dimensions, like MiniLM's), read as one word piece: its alignment with another is their cosine. */
+function onTheCircle(a: number) {
+  const v = new Float32Array(384);
+  v[0] = Math.cos(a);
+  v[1] = Math.sin(a);
+  return { vector: v, pieces: v };
+}
+
+/** The encoder: a question's point on the circle. */
+const embedder: Embedder = { async embed(text) { return onTheCircle(angle[text as Question] ?? Math.PI / 2); } };
 /** The model: the answer the question means, the same every time. */
 const meaning: Script = (request) => {
   const last = request.messages.at(-1)?.content ?? '';
@@ -169,6 +169,31 @@ describe('the semantic cache under its bound', () => {
   });
 });
 
+describe('the semantic cache\'s word-piece alignment', () => {
+  it('never answers a question whose sentence vector is nearer than a verified paraphrase\'s but one of whose words has no counterpart', async () => {
+    // "extra" is 0.94 alike to "a" by sentence vector, nearer than "p1" (0.9, verified right), but it
+    // carries a word piece of its own (an axis "a" has nothing on), so its pieces align at 0.
+    const added = { ...onTheCircle(Math.acos(0.94)) };
+    added.pieces = new Float32Array(2 * 384);
+    added.pieces.set(added.vector);
+    added.pieces[384 + 7] = 1;
+    const encoder: Embedder = { async embed(text) { return text === 'extra' ? added : embedder.embed(text); } };
+    const script: Script = (request) => request.messages.at(-1)?.content === 'extra'
+      ? [{ type: 'content', text: 'Madrid' }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } }]
+      : meaning(request);
+    const s = await start(0.4, () => 1, undefined, encoder, script);
+    try {
+      await s.json(ask('a'));
+      await s.json(ask('p1'));
+      assert.equal((await s.json(ask('p2'))).vcache, true, 'the verified paraphrase is not served: the test proves nothing');
+      const answer = await s.json(ask('extra'));
+      assert.equal(answer.choices[0]?.message.content, 'Madrid', 'answered from the entry its sentence vector is near');
+    } finally {
+      await s.server.close();
+    }
+  });
+});
+
 describe('the semantic cache on a miss with nothing to compare', () => {
   it('answers without waiting for the embedding, which is stored once it is ready', { timeout: 120_000 }, async () => {
     // The encoder holds every embedding until the test lets it go: before the fix the first
@@ -212,7 +237,7 @@ describe('the semantic cache\'s candidate filter', () => {
     ['Is a whale a mammal?', [-Math.PI / 2, 'yes']], ['Is a shark a mammal?', [-Math.PI / 2 - Math.acos(0.96), 'no']],
     ...whale.map((q, i): [string, [number, string]] => [q, [-Math.PI / 2 + Math.acos(0.9 + i / 100), 'yes']]),
   ]);
-  const onCircle: Embedder = { async embed(text) { const v = new Float32Array(384); const a = questions.get(text)?.[0] ?? Math.PI / 2; v[0] = Math.cos(a); v[1] = Math.sin(a); return v; } };
+  const onCircle: Embedder = { async embed(text) { return onTheCircle(questions.get(text)?.[0] ?? Math.PI / 2); } };
   const script: Script = (request) => [{ type: 'content', text: questions.get(String(request.messages.at(-1)?.content))?.[1] ?? 'unknown' }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } }];
 
   it('never answers a question one word apart from a cached one (shark for whale), after many verified paraphrases', async () => {

@@ -6,7 +6,8 @@ import { tapEvents } from '../../engines/tap-events.ts';
 import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
-import { decodeVector, type Embedder, encodeVector, similarity } from '../semantic/embedder.ts';
+import { decodeVector, type Embedder, encodeVector, type Reading, similarity } from '../semantic/embedder.ts';
+import { alignment } from '../semantic/token-alignment.ts';
 import { fixedTerms, wordsApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
@@ -29,6 +30,14 @@ export const MAX_ENTRIES = 256;
 const OWN_KEPT = 64;
 /** The verifications a scope's pool keeps (its last ones). */
 const POOL_KEPT = 4096;
+/** The entries nearest by sentence vector that the word-piece alignment then scores. */
+const JUDGED = 3;
+/**
+ * What the similarities are: the word-piece alignment since 26 November (the sentence vectors'
+ * cosine before). It names the semantic keys and the pools, so state learned on another scale is
+ * never read as this one.
+ */
+const SCALE = 'aligned';
 
 /**
  * The semantic layer, behind the exact one: a deterministic request whose last user turn means
@@ -49,7 +58,7 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     // The candidate filter, before any similarity: only texts with the same fixed terms (numbers,
     // units, names, extremes, operators, negations) share a key, so a near miss that changes one is
     // never compared, however near its vector; nor is an entry a few words apart (candidate-filter.ts).
-    const semantic = { ...found, key: createHash('sha256').update(`${found.key}\n${fixedTerms(found.text)}`).digest('hex') };
+    const semantic = { ...found, key: createHash('sha256').update(`${SCALE}\n${found.key}\n${fixedTerms(found.text)}`).digest('hex') };
     const words = wordPrints(semantic.text);
     const candidates = (await store.semanticEntries(semantic.key)).filter((entry) => !(entry.words && wordsApart(entry.words, words)));
     // A cache that cannot embed is a miss, never a failed request: the exact layer still ran.
@@ -57,8 +66,10 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
       ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
       return undefined;
     });
-    const addEntry = async (vector: Float32Array) => {
-      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(vector), answerKey: await cacheKeyOf(ctx, options.scope), words };
+    const addEntry = async (reading: Reading) => {
+      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(reading.vector), answerKey: await cacheKeyOf(ctx, options.scope), words };
+      // The word pieces are read only for the few nearest entries: they live apart from the entry list.
+      await store.cacheSet(piecesKey(entry.id), encodeVector(reading.pieces), options.ttlSeconds);
       await store.semanticAdd(semantic.key, entry, MAX_ENTRIES, options.ttlSeconds);
     };
     if (candidates.length === 0) {
@@ -68,15 +79,15 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
       const later = embed();
       const answer = await next(ctx);
       const learn = async () => {
-        const vector = await later;
-        if (vector) await addEntry(vector);
+        const reading = await later;
+        if (reading) await addEntry(reading);
       };
       return { ...answer, events: whenVerified(answer, ctx, learn) };
     }
-    const vector = await embed();
-    if (!vector) return next(ctx);
-    const nearest = nearestOf(vector, candidates);
-    const pool = `pool:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
+    const reading = await embed();
+    if (!reading) return next(ctx);
+    const nearest = await nearestOf(reading, candidates, store);
+    const pool = `pool:${SCALE}:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
 
     let neighbour: CachedAnswer | undefined;
@@ -104,7 +115,7 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
         ]);
         if (observation.ok) return; // the neighbour stands for this prompt too, and has learned from it
       }
-      await addEntry(vector);
+      await addEntry(reading);
     };
     return { ...answer, events: whenVerified(answer, ctx, learn) };
   };
@@ -113,12 +124,23 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
 /** Only answers that are the same every time can be compared by equality. */
 const deterministic = (generation: GenerationRequest) => generation.temperature === 0 || generation.seed !== undefined;
 
-function nearestOf(vector: Float32Array, entries: SemanticEntry[]): { entry: SemanticEntry; s: number } | undefined {
+const piecesKey = (entryId: string) => `semantic-pieces:${entryId}`;
+
+/**
+ * The entry that means most nearly what the prompt does, and how nearly: the JUDGED nearest by
+ * sentence vector, scored by how well their word pieces align with the prompt's (an entry whose
+ * pieces were evicted is not scored: no entry is a miss, never a guess).
+ */
+async function nearestOf(reading: Reading, entries: SemanticEntry[], store: Store): Promise<{ entry: SemanticEntry; s: number } | undefined> {
+  const byVector = entries.map((entry) => ({ entry, cosine: similarity(reading.vector, decodeVector(entry.vector)) }))
+    .sort((a, b) => b.cosine - a.cosine).slice(0, JUDGED);
+  const pieces = await Promise.all(byVector.map(({ entry }) => store.cacheGet(piecesKey(entry.id))));
   let best: { entry: SemanticEntry; s: number } | undefined;
-  for (const entry of entries) {
-    const s = similarity(vector, decodeVector(entry.vector));
+  byVector.forEach(({ entry }, i) => {
+    if (pieces[i] === undefined) return;
+    const s = alignment(reading.pieces, decodeVector(pieces[i]));
     if (!best || s > best.s) best = { entry, s };
-  }
+  });
   return best;
 }
 

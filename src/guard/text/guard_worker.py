@@ -9,7 +9,8 @@
   guard_worker.py embed                          the same protocol for the semantic cache:
                                                  {"texts": [...]} -> {"vectors": per text, its
                                                  embedding (384 floats), the text read whole up to
-                                                 EMBED_TOKENS tokens}
+                                                 EMBED_TOKENS tokens; "pieces": per text, its word
+                                                 pieces' vectors, Float32 base64}
 
 A text is flagged for a code when two heads agree: the "harmful" head (harmful requests of any
 code against safe texts, look-alikes included) passes its threshold, and that code's head passes
@@ -30,6 +31,7 @@ sentences its meaning would be averaged away). The heads also learn from each se
 harmless training texts alone (fragments), and from the spans of long harmless texts, as a long
 text is judged.
 """
+import base64
 import itertools
 import json
 import os
@@ -78,11 +80,19 @@ class MiniLm:
 
     def embed(self, windows):
         """L2-normalised mean-pooled embeddings of token-id windows, in batches."""
-        out = []
+        return self.read(windows)[0]
+
+    def read(self, windows):
+        """Per window: its L2-normalised mean-pooled embedding, and its word pieces' own vectors
+        ([CLS] and [SEP] left out), each L2-normalised, which the semantic cache's judge aligns."""
+        pooled, pieces = [], []
         for ids, mask in padded_batches(windows, 0):
             hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-            out.append(mean_pooled(hidden, mask))
-        return np.concatenate(out) if out else np.zeros((0, 384), np.float32)
+            pooled.append(mean_pooled(hidden, mask))
+            for row, length in zip(hidden, mask.sum(1)):
+                inner = row[1:length - 1]
+                pieces.append(inner / np.maximum(np.linalg.norm(inner, axis=1, keepdims=True), 1e-12))
+        return (np.concatenate(pooled) if pooled else np.zeros((0, 384), np.float32)), pieces
 
 
 class Encoder:
@@ -254,8 +264,10 @@ def serve_embeddings():
         try:
             texts = json.loads(line)["texts"]
             windows = [[CLS] + encoder.tokenizer.encode(t).ids[1:-1][:EMBED_TOKENS - 2] + [SEP] for t in texts]
-            vectors = encoder.embed(windows) if windows else np.zeros((0, 384))
-            print(json.dumps({"vectors": vectors.round(6).tolist()}), flush=True)
+            vectors, pieces = encoder.read(windows)
+            # Word-piece vectors go as Float32 little-endian, base64: a question's are ~15 x 384 numbers.
+            pieces = [base64.b64encode(p.astype("<f4").tobytes()).decode() for p in pieces]
+            print(json.dumps({"vectors": vectors.round(6).tolist(), "pieces": pieces}), flush=True)
         except Exception as err:  # one bad request must not end the worker
             print(json.dumps({"error": str(err)}), flush=True)
 
