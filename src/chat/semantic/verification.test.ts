@@ -29,6 +29,13 @@ describe('the semantic cache\'s bound', () => {
     assert.equal(mayServe([{ s: 0.9, ok: false }], right(0.9, 4000), 0.92, 0.02), false);
   });
 
+  it('follows the scope\'s traffic: its latest wrong answers are not outweighed by thousands of older right ones', () => {
+    const pool = [...right(0.9, 4000), ...Array.from({ length: 5 }, () => ({ s: 0.9, ok: false }))];
+    assert.equal(estimatedError([], pool, 0.92), 6 / 82);
+    assert.equal(mayServe([], pool, 0.92, 0.02), false, 'served on the older traffic\'s record');
+    assert.equal(mayServe([], [...pool, ...right(0.9, 80)], 0.92, 0.02), true, 'the wrong answers held it back after 80 newer right ones');
+  });
+
   it('counts the entry\'s own verifications once, though the pool holds them too', () => {
     assert.equal(estimatedError(right(0.9, 10), [...right(0.9, 10, 'e'), ...right(0.9, 20, 'f')], 0.92, 'e'), 1 / 32);
   });

@@ -13,9 +13,10 @@ import type { Observation } from '../../store/store.ts';
 export const BANDS = [0.05, 0.1, 0.2, 0.3, 0.5];
 
 /**
- * The most the scope's pool counts for in one entry's estimate, in observations: enough for δ =
- * 0.02 to be reached from the pool alone (1 / 82), few enough that one wrong answer of the entry's
- * own in the band outweighs any number of the pool's right ones ((1 + 1) / (80 + 1 + 2) > 0.02).
+ * The most the scope's pool counts for in one entry's estimate, in observations — its latest ones
+ * in the band, so the prior follows the scope's traffic as it changes: enough for δ = 0.02 to be
+ * reached from the pool alone (1 / 82), few enough that one wrong answer of the entry's own in the
+ * band outweighs any number of the pool's right ones ((1 + 1) / (80 + 1 + 2) > 0.02).
  */
 export const PRIOR_WEIGHT = 80;
 
@@ -36,9 +37,9 @@ export function entryAllows(own: Observation[], s: number): boolean {
 /**
  * The probability that `entry` answers wrongly at similarity `s`: the posterior mean under a
  * uniform prior, (wrong + 1) / (seen + 2), over the verifications with similarity in [s − band, s],
- * the lowest over BANDS — the entry's own, each counted once, and the scope's pool's of other entries (every comparison
- * that passed the candidate filter, the population a hit is drawn from), which stand for at most
- * PRIOR_WEIGHT of them. So a new entry is served on what its scope learned (48 clean there for δ =
+ * the lowest over BANDS — the entry's own, each counted once, and the latest PRIOR_WEIGHT of the
+ * scope's pool's of other entries (every comparison that passed the candidate filter, the
+ * population a hit is drawn from). So a new entry is served on what its scope learned (48 clean there for δ =
  * 0.02), and an entry that was wrong near s is held back by its own evidence.
  */
 export function estimatedError(own: Observation[], pool: Observation[], s: number, entry?: string): number {
@@ -47,9 +48,10 @@ export function estimatedError(own: Observation[], pool: Observation[], s: numbe
 
 function estimatedErrorIn(band: number, own: Observation[], pool: Observation[], s: number, entry?: string): number {
   const inBand = (o: Observation) => o.s <= s && o.s >= s - band;
-  const others = pool.filter((o) => inBand(o) && (entry === undefined || o.entry !== entry));
+  // The pool is oldest first. All of it scaled down to PRIOR_WEIGHT would let thousands of right
+  // answers from earlier traffic vouch for today's, whose answers may be wrong more often.
+  const others = pool.filter((o) => inBand(o) && (entry === undefined || o.entry !== entry)).slice(-PRIOR_WEIGHT);
   const mine = own.filter(inBand);
-  const weight = others.length > PRIOR_WEIGHT ? PRIOR_WEIGHT / others.length : 1;
-  const wrong = weight * others.filter((o) => !o.ok).length + mine.filter((o) => !o.ok).length;
-  return (wrong + 1) / (weight * others.length + mine.length + 2);
+  const wrong = [...others, ...mine].filter((o) => !o.ok).length;
+  return (wrong + 1) / (others.length + mine.length + 2);
 }
