@@ -904,10 +904,11 @@ export interface components {
          *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
          *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
          *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
-         *     cached one meant, everything else above equal (and the `model` too), its numbers, units,
-         *     names, negations and direction the same and not a few words swapped, when the verifications of that entry
-         *     and of its caller's scope keep the estimated probability of a wrong answer under the
-         *     deployment's bound; also with `vcache: true`. This header skips that layer as well.
+         *     cached one meant (every word of each finding its counterpart in the other), everything
+         *     else above equal (and the `model` too), its numbers, units, names, negations and
+         *     direction the same and not a few words swapped, when the verifications of that entry and
+         *     the latest of its caller's scope keep the estimated probability of a wrong answer under
+         *     the deployment's bound; also with `vcache: true`. This header skips that layer as well.
          */
         BypassCache: boolean;
         /**
@@ -978,10 +979,11 @@ export interface operations {
                  *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
                  *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
                  *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
-                 *     cached one meant, everything else above equal (and the `model` too), its numbers, units,
-                 *     names, negations and direction the same and not a few words swapped, when the verifications of that entry
-                 *     and of its caller's scope keep the estimated probability of a wrong answer under the
-                 *     deployment's bound; also with `vcache: true`. This header skips that layer as well.
+                 *     cached one meant (every word of each finding its counterpart in the other), everything
+                 *     else above equal (and the `model` too), its numbers, units, names, negations and
+                 *     direction the same and not a few words swapped, when the verifications of that entry and
+                 *     the latest of its caller's scope keep the estimated probability of a wrong answer under
+                 *     the deployment's bound; also with `vcache: true`. This header skips that layer as well.
                  */
                 "x-service-bypass-cache"?: components["parameters"]["BypassCache"];
                 /** @description `true` bypasses the MoA layer (internal tasks on attachments) and runs only the raw model layer. */
