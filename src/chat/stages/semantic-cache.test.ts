@@ -12,6 +12,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Embedder } from '../semantic/embedder.ts';
+import { MAX_PIECES } from './semantic-cache.ts';
 
 // The questions (lower case: no fixed terms, so the candidate filter lets them meet) lie on one circle, so their similarities are set by their angles:
 // a is the cached question, p1 and p2 its paraphrases (similar 0.90 and 0.93), n a near miss (0.96, another answer).
@@ -188,6 +189,28 @@ describe('the semantic cache\'s word-piece alignment', () => {
       assert.equal((await s.json(ask('p2'))).vcache, true, 'the verified paraphrase is not served: the test proves nothing');
       const answer = await s.json(ask('extra'));
       assert.equal(answer.choices[0]?.message.content, 'Madrid', 'answered from the entry its sentence vector is near');
+    } finally {
+      await s.server.close();
+    }
+  });
+});
+
+describe('the semantic cache and a long prompt', () => {
+  it('neither compares nor stores a last turn longer than MAX_PIECES word pieces', async () => {
+    // "long" is "a" itself by sentence vector, with one piece too many: aligning it would cost the
+    // event loop the product of the two lengths.
+    const long = { vector: onTheCircle(0).vector, pieces: new Float32Array((MAX_PIECES + 1) * 384) };
+    for (let i = 0; i <= MAX_PIECES; i++) long.pieces[i * 384] = 1;
+    const encoder: Embedder = { async embed(text) { return text === 'long' ? long : embedder.embed(text); } };
+    const s = await start(0.4, () => 1, undefined, encoder);
+    try {
+      await s.json(ask('a'));
+      await s.json(ask('p1'));
+      assert.equal((await s.json(ask('p2'))).vcache, true, 'the verified paraphrase is not served: the test proves nothing');
+      const entries = s.writes.count;
+      assert.equal((await s.json(ask('long'))).vcache, false, 'a long prompt was compared');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(s.writes.count, entries, 'a long prompt was stored or observed');
     } finally {
       await s.server.close();
     }

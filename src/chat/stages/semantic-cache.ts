@@ -7,7 +7,7 @@ import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 import { decodeVector, type Embedder, encodeVector, type Reading, similarity } from '../semantic/embedder.ts';
-import { alignment } from '../semantic/token-alignment.ts';
+import { alignment, PIECE_WIDTH } from '../semantic/token-alignment.ts';
 import { fixedTerms, wordsApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
@@ -32,6 +32,13 @@ const OWN_KEPT = 64;
 const POOL_KEPT = 4096;
 /** The entries nearest by sentence vector that the word-piece alignment then scores. */
 const JUDGED = 3;
+/**
+ * The longest last turn the layer compares or stores, in word pieces (about 35 words; a question
+ * is far shorter): aligning two texts costs the product of their lengths on the event loop, 1 ms
+ * for two of 48 pieces here and 29 ms for two of 256, so a long prompt is an exact-cache request.
+ */
+export const MAX_PIECES = 48;
+const comparable = (reading: Reading) => reading.pieces.length <= MAX_PIECES * PIECE_WIDTH;
 /**
  * What the similarities are: the word-piece alignment since 26 November (the sentence vectors'
  * cosine before). It names the semantic keys and the pools, so state learned on another scale is
@@ -67,6 +74,7 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
       return undefined;
     });
     const addEntry = async (reading: Reading) => {
+      if (!comparable(reading)) return;
       const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(reading.vector), answerKey: await cacheKeyOf(ctx, options.scope), words };
       // The word pieces are read only for the few nearest entries: they live apart from the entry list.
       await store.cacheSet(piecesKey(entry.id), encodeVector(reading.pieces), options.ttlSeconds);
@@ -85,7 +93,7 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
       return { ...answer, events: whenVerified(answer, ctx, learn) };
     }
     const reading = await embed();
-    if (!reading) return next(ctx);
+    if (!reading || !comparable(reading)) return next(ctx);
     const nearest = await nearestOf(reading, candidates, store);
     const pool = `pool:${SCALE}:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
