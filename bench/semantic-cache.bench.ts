@@ -13,8 +13,9 @@
 // (HELDOUT): outside data, with the one-sided 95% upper bound on the false-hit rate its count
 // allows. Set 3 (semanticmemo's and waggle-cache's hand-written pairs) was never run before this
 // round's design was fixed; set 2 (fow-cache's question pairs) was run once, at the end of the
-// previous round, so its figures were seen before this round (they chose nothing). Also: the added latency of a miss (p50), the
-// verified server against the exact one on the same unseen prompts. Writes bench/results/semantic-cache.json.
+// previous round, so its figures were seen before this round (they chose nothing). Also: the
+// added latency of a miss (p50), the verified server against the exact one on the same unseen
+// prompts. Writes bench/results/semantic-cache.json.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';

@@ -1,3 +1,5 @@
+import { similarity } from './embedder.ts';
+
 /** The width of a word piece's vector (MiniLM's). */
 export const PIECE_WIDTH = 384;
 
@@ -12,18 +14,19 @@ export const PIECE_WIDTH = 384;
  * vectors' cosine. Symmetric; 1 for a text with itself; -1 when either has no piece.
  */
 export function alignment(a: Float32Array, b: Float32Array): number {
-  const rows = a.length / PIECE_WIDTH;
-  const cols = b.length / PIECE_WIDTH;
-  if (rows === 0 || cols === 0) return -1;
-  const rowBest = new Float64Array(rows).fill(-1);
-  const colBest = new Float64Array(cols).fill(-1);
-  for (let i = 0; i < rows; i++) {
-    for (let j = 0; j < cols; j++) {
-      let dot = 0;
-      for (let k = 0, x = i * PIECE_WIDTH, y = j * PIECE_WIDTH; k < PIECE_WIDTH; k++) dot += a[x + k]! * b[y + k]!;
-      if (dot > rowBest[i]!) rowBest[i] = dot;
-      if (dot > colBest[j]!) colBest[j] = dot;
-    }
-  }
-  return Math.min(Math.min(...rowBest), Math.min(...colBest));
+  const rows = piecesOf(a);
+  const cols = piecesOf(b);
+  if (rows.length === 0 || cols.length === 0) return -1;
+  const rowBest = rows.map(() => -1);
+  const colBest = cols.map(() => -1);
+  rows.forEach((row, i) => cols.forEach((col, j) => {
+    const s = similarity(row, col);
+    rowBest[i] = Math.max(rowBest[i]!, s);
+    colBest[j] = Math.max(colBest[j]!, s);
+  }));
+  return Math.min(...rowBest, ...colBest);
 }
+
+/** Each piece's vector, as a view of the end-to-end array (no copy). */
+const piecesOf = (pieces: Float32Array) =>
+  Array.from({ length: Math.floor(pieces.length / PIECE_WIDTH) }, (_, i) => pieces.subarray(i * PIECE_WIDTH, (i + 1) * PIECE_WIDTH));

@@ -39,8 +39,8 @@ export function entryAllows(own: Observation[], s: number): boolean {
  * uniform prior, (wrong + 1) / (seen + 2), over the verifications with similarity in [s − band, s],
  * the lowest over BANDS — the entry's own, each counted once, and the latest PRIOR_WEIGHT of the
  * scope's pool's of other entries (every comparison that passed the candidate filter, the
- * population a hit is drawn from). So a new entry is served on what its scope learned (48 clean there for δ =
- * 0.02), and an entry that was wrong near s is held back by its own evidence.
+ * population a hit is drawn from). So a new entry is served on what its scope learned (48 clean
+ * there for δ = 0.02), and an entry that was wrong near s is held back by its own evidence.
  */
 export function estimatedError(own: Observation[], pool: Observation[], s: number, entry?: string): number {
   return Math.min(...BANDS.map((band) => estimatedErrorIn(band, own, pool, s, entry)));
