@@ -44,7 +44,7 @@ export function fixedTerms(text: string): string {
     if (unit) units.push(unit);
     else if (SEASONS.has(lower)) names.push(lower);
     else if (/^\p{Lu}/u.test(word) && !/^i($|')/.test(lower) && !(starts.has(i) && isCommonWord(lower)) && n === undefined) names.push(lower);
-    const mark = MARKS[lower] ?? (lower.endsWith("n't") ? 'not' : undefined);
+    const mark = markOf(lower);
     if (mark) marks.push(mark);
   });
   const sorted = (list: string[]) => list.sort().join(',');
@@ -83,7 +83,7 @@ const wordsIn = (text: string) => text.replace(/[’‘]/g, "'").split(/[^\p{L}\
 export function wordPrints(text: string): string[] {
   return wordsIn(text).map((word) => {
     const lower = word.toLowerCase().replace(/'s$/, '');
-    return numberOf(lower) ?? MARKS[lower] ?? unitOf(lower) ?? lower;
+    return numberOf(lower) ?? markOf(lower) ?? unitOf(lower) ?? lower;
   }).filter((w) => !FUNCTION_WORDS.has(w)).map((w) => createHash('sha256').update(print(w)).digest('base64url').slice(0, 8));
 }
 
@@ -152,13 +152,16 @@ const SEASONS = new Set(['spring', 'summer', 'autumn', 'winter']);
 
 const SENTENCE_END = /(?<=[.!?])\s+/;
 
+/** A word's mark: "can't", "cannot" and "not" are one negation (the auxiliary is a function word). */
+const markOf = (lower: string): string | undefined => MARKS[lower] ?? (lower.endsWith("n't") ? 'not' : undefined);
+
 /** Extremes, operators and negations, each to the one mark its synonyms share. */
 const MARKS: Record<string, string> = Object.fromEntries(Object.entries({
   max: ['largest', 'biggest', 'greatest', 'highest', 'tallest', 'longest', 'most', 'maximum'],
   min: ['smallest', 'least', 'lowest', 'shortest', 'tiniest', 'minimum', 'fewest'],
   '+': ['plus', 'add', 'added', 'sum'], '-': ['minus', 'subtract', 'subtracted', 'less'],
   '*': ['times', 'multiplied'], '/': ['divided', 'quotient'],
-  not: ['not', 'no', 'non', 'never', 'none', 'nothing', 'neither', 'nor', 'without'],
+  not: ['not', 'cannot', 'no', 'non', 'never', 'none', 'nothing', 'neither', 'nor', 'without'],
   // Particles that turn a verb around ("opt out", "check out", "switch off"); "in" and "on" are too common to mark.
   out: ['out'], off: ['off'],
 }).flatMap(([mark, words]) => words.map((w) => [w, mark])));
