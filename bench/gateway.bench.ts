@@ -35,9 +35,10 @@ type Mode = 'json' | 'sse' | 'hit';
  * the contract's validator, answering a fixed completion at once: the cost of the framework the
  * service is built on before any of its own work, for reading the service's figures against.
  * `service` is the build that `make run` serves (dist/); `service-tsx` (JSON only) the same
- * sources run through tsx, as before the build step, to show what the build saves.
+ * sources run through tsx, as before the build step, to show what the build saves. `fixed` is
+ * the instant upstream loaded directly (bare node:http, prepared bytes): the issue's floor row.
  */
-type Server = 'bare' | 'service' | 'service-tsx' | 'floor' | 'floor+validator';
+type Server = 'fixed' | 'bare' | 'service' | 'service-tsx' | 'floor' | 'floor+validator';
 
 function targetOf(port: number, mode: Mode): LoadTarget {
   return {
@@ -56,6 +57,9 @@ function targetOf(port: number, mode: Mode): LoadTarget {
 }
 
 async function startServer(server: Server, upstreamUrl: string, nodeFlags: string[] = []): Promise<ChildServer> {
+  // The instant upstream itself, loaded directly: bare node:http answering prepared bytes, the
+  // issue's "floor" row, which shows how fast this machine is against the one the goals were set on.
+  if (server === 'fixed') return startChildServer('bench/gateway/instant-upstream.ts', {});
   if (server === 'bare') return startChildServer('bench/gateway/bare-proxy.ts', { UPSTREAM_BASE_URL: upstreamUrl });
   if (server === 'floor' || server === 'floor+validator') return startChildServer('bench/gateway/express-floor.ts', { VALIDATE: server === 'floor' ? '0' : '1' });
   const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
@@ -216,7 +220,7 @@ async function main(): Promise<void> {
   }
   const cells: Cell[] = [];
   for (const mode of ['json', 'sse', 'hit'] as const) {
-    const servers: Server[] = mode === 'json' ? ['service', 'service-tsx', 'bare', 'floor', 'floor+validator'] : mode === 'sse' ? ['service', 'bare'] : ['service'];
+    const servers: Server[] = mode === 'json' ? ['service', 'service-tsx', 'bare', 'fixed', 'floor', 'floor+validator'] : mode === 'sse' ? ['service', 'bare', 'fixed'] : ['service'];
     const runs = new Map<Server, Cell[]>(servers.map((s) => [s, []]));
     for (let i = 0; i < REPEATS; i++) {
       for (const server of servers) runs.get(server)!.push(await measure(server, mode, upstreamUrl, runs.get('service')![0]?.paced.rate));
