@@ -197,13 +197,15 @@ async function main() {
     const body = (await res.json()) as ChatCompletionResponse;
     return { hit: body.vcache === true, served: body.choices[0]?.message.content ?? '', ms: performance.now() - started };
   };
-  const run = async (baseUrl: string, part: Part, seed: number, into: Tally, misses?: number[]) => {
+  /** `bySource`: also tallied by the label's prefix (set 4's labels name their package: ar-, gc-, lm-, cd-). */
+  const run = async (baseUrl: string, part: Part, seed: number, into: Tally, misses?: number[], bySource?: Record<string, Tally>) => {
     const groups = groupOf(part); const seen = new Set<number>();
     for (const req of stream(part, seed)) {
       const r = await ask(baseUrl, req.text, seed);
       await settled();
       const g = groups.get(req.text);
       count(into, req, r.hit, r.served, g !== undefined && seen.has(g));
+      if (bySource) count(bySource[answer.get(req.text)!.split('-')[0]!] ??= tally(), req, r.hit, r.served, g !== undefined && seen.has(g));
       if (g !== undefined) seen.add(g);
       if (!r.hit) misses?.push(r.ms);
     }
@@ -220,7 +222,7 @@ async function main() {
         passes[name] = [...(passes[name] ?? []), `${t.paraphraseHits}/${t.paraphrases}`];
         for (const k of Object.keys(t) as (keyof Tally)[]) rows[name].tune[k] += t[k];
       }
-      if (!TUNING_ONLY) for (const [i, h] of HELD.entries()) await run(s.baseUrl, held[h], 1000 + i, rows[name][h]);
+      if (!TUNING_ONLY) for (const [i, h] of HELD.entries()) await run(s.baseUrl, held[h], 1000 + i, rows[name][h], undefined, h === 'heldout4' ? (sources[name] = {}) : undefined);
       await s.close();
     }
     // The fixed threshold 0.80 behind the candidate filter (same fixed terms, not one word apart), as the verified layer compares.
@@ -238,6 +240,7 @@ async function main() {
     }
   }
   const rows: Record<string, { tune: Tally } & Record<Held, Tally>> = {};
+  const sources: Record<string, Record<string, Tally>> = {};
   const passes: Record<string, string[]> = {};
   if (!LATENCY_ONLY) await measureRates();
   if (TUNING_ONLY) { await embedder.close(); return; }
@@ -282,13 +285,14 @@ async function main() {
   const result = {
     delta: MAX_ERROR, verifyShare: VERIFY_SHARE, tuningPasses: PASSES, tunedThreshold: tuned,
     set: { tune: { groups: tune.groups.length, pairs: tune.pairs.length }, ...Object.fromEntries(HELD.map((h) => [h, { file: HELDOUT[h].file, groups: held[h].groups.length, pairs: held[h].pairs.length }])) },
-    rows: Object.fromEntries(Object.entries(rows).map(([name, r]) => [name, { tune: rates(r.tune), tunePasses: passes[name], held: Object.fromEntries(HELD.map((h) => [h, rates(r[h])])) as Record<Held, ReturnType<typeof rates>> }])),
+    rows: Object.fromEntries(Object.entries(rows).map(([name, r]) => [name, { tune: rates(r.tune), tunePasses: passes[name], held: Object.fromEntries(HELD.map((h) => [h, rates(r[h])])) as Record<Held, ReturnType<typeof rates>>,
+      heldout4BySource: sources[name] && Object.fromEntries(Object.entries(sources[name]).map(([k, t]) => [k, rates(t)])) }])),
     missP50Ms,
   };
   writeFileSync(`${ROOT}bench/results/semantic-cache.json`, `${JSON.stringify(result, null, 2)}\n`);
   for (const [name, r] of Object.entries(result.rows)) {
     const line = (h: ReturnType<typeof rates>) => `paraphrase hits ${pct(h.paraphraseHitRate)} (${h.paraphraseHits}/${h.paraphrases}), near-miss false hits ${pct(h.nearMissFalseHitRate)} (${h.falseNearHits}/${h.nearMisses}, 95% upper bound ${pct(h.nearMissFalseHitUpper95)}), wrong among hits ${h.wrongHits}/${h.hits}`;
-    console.log(`${name}\n${HELD.map((h) => `  ${h}: ${line(r.held[h])}\n`).join('')}  tuning: ${pct(r.tune.paraphraseHitRate)}, ${pct(r.tune.nearMissFalseHitRate)}${r.tunePasses ? ` (per pass ${r.tunePasses.join(' ')})` : ''}`);
+    console.log(`${name}\n${HELD.map((h) => `  ${h}: ${line(r.held[h])}\n`).join('')}${Object.entries(r.heldout4BySource ?? {}).map(([k, t]) => `    set 4, ${k}: ${line(t)}\n`).join('')}  tuning: ${pct(r.tune.paraphraseHitRate)}, ${pct(r.tune.nearMissFalseHitRate)}${r.tunePasses ? ` (per pass ${r.tunePasses.join(' ')})` : ''}`);
   }
   console.log('miss p50 ms', result.missP50Ms);
 }
