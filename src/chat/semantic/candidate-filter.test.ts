@@ -83,18 +83,9 @@ describe('the fixed terms, on near misses whose words are alike', () => {
     assert.equal(same('How do I bleed a radiator?', 'Hi, how do I bleed a radiator?'), true);
   });
 
-  it('reads a sentence\'s first word as a name only when it is no ordinary word', () => {
-    // Capitalised by spelling alone: an imperative, a common noun, "I" in a contraction, a
-    // question after a greeting's own sentence.
-    const kept: [string, string][] = [
-      ['Summarize the customer\'s last three billing tickets.', 'Give me a short recap of the customer\'s three latest billing tickets.'],
-      ['What is the chemical formula of water?', 'Water\'s chemical formula is?'],
-      ['How do I close my savings account?', 'I\'d like to shut down my savings account, what steps do I take?'],
-      ['How do I get a bulky waste collection?', 'Morning! How do I get a bulky waste collection?'],
-    ];
-    for (const [a, b] of kept) assert.equal(same(a, b), true, `"${a}" and "${b}" are kept apart: ${fixedTerms(a)} / ${fixedTerms(b)}`);
-    // A name stays a name at a sentence's start.
-    assert.equal(same('France\'s capital is which city?', 'Germany\'s capital is which city?'), false);
-    assert.equal(same('France\'s capital is which city?', 'What is the capital of France?'), true);
+  it('reads a command\'s first word as a fixed term: its verb is what a near miss changes', () => {
+    // Reading it as an ordinary word instead (tried 26 November) let twice the paraphrases meet,
+    // and wrong hits rose on every held-out set ("Open a new checking account" / "Close my ...").
+    assert.equal(same('Renew my parking permit before it lapses.', 'Cancel the parking permit before renewal.'), false);
   });
 });

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { isCommonWord } from './common-words.ts';
 
 /**
  * The semantic cache's candidate filter, applied before any similarity: two last turns can be
@@ -13,9 +12,7 @@ import { isCommonWord } from './common-words.ts';
  *   "5 km"; "a", "an" or "one" before a unit is one of it ("one mile" against "one kilometre");
  * - units anywhere, in a small table of synonyms ("kilometres" = "km");
  * - names: capitalised words, compared in lower case ("France's" is "france"); a sentence's first
- *   word, capitalised by spelling alone, counts only when it is no ordinary word (common-words.ts:
- *   "Summarize", "Water's" and "Humans" are not names there, "France's" is); "I", "I'd", "I'm"
- *   never; seasons count as names too;
+ *   word counts unless it is one of the question openers below; seasons count as names too;
  * - extremes ("largest" = "biggest" = "tallest", against "smallest" = "least"), arithmetic
  *   operators, negations ("non-refundable" too), and the particles "out" and "off";
  * - a direction: the words after "from" and after "to" ("from savings to current").
@@ -26,9 +23,7 @@ import { isCommonWord } from './common-words.ts';
  * is a miss, never a wrong hit. What it does not separate ("round" / "flat") is left to the bound.
  */
 export function fixedTerms(text: string): string {
-  const sentences = text.split(SENTENCE_END).map(wordsIn);
-  const words = sentences.flat();
-  const starts = new Set(sentences.map((sentence, i) => sentences.slice(0, i).reduce((at, s) => at + s.length, 0)));
+  const words = wordsIn(text);
   const numbers: string[] = [];
   const units: string[] = [];
   const names: string[] = [];
@@ -43,7 +38,7 @@ export function fixedTerms(text: string): string {
     const unit = unitOf(lower);
     if (unit) units.push(unit);
     else if (SEASONS.has(lower)) names.push(lower);
-    else if (/^\p{Lu}/u.test(word) && !/^i($|')/.test(lower) && !(starts.has(i) && isCommonWord(lower)) && n === undefined) names.push(lower);
+    else if (/^\p{Lu}/u.test(word) && lower !== 'i' && !(i === 0 && OPENERS.has(lower)) && n === undefined) names.push(lower);
     const mark = markOf(lower);
     if (mark) marks.push(mark);
   });
@@ -150,7 +145,10 @@ function unitOf(word: string): string | undefined {
 /** Seasons are names English does not capitalise (months and weekdays it does). */
 const SEASONS = new Set(['spring', 'summer', 'autumn', 'winter']);
 
-const SENTENCE_END = /(?<=[.!?])\s+/;
+/** Words that open a question in capitals without naming anything. */
+const OPENERS = new Set(['hi', 'hello', 'hey', 'morning', 'sorry', 'thanks', 'excuse', 'what', 'which', 'who', 'whom', 'whose', 'how', 'when', 'where', 'why', 'is', 'are', 'was', 'were',
+  'do', 'does', 'did', 'can', 'could', 'will', 'would', 'should', 'name', 'tell', 'give', 'list', 'count', 'convert', 'number',
+  'please', 'explain', 'describe', 'define', 'in', 'on', 'at', 'the', 'a', 'an', 'for', 'from', 'of', 'to', 'by', 'with', 'if', 'i', 'my']);
 
 /** A word's mark: "can't", "cannot" and "not" are one negation (the auxiliary is a function word). */
 const markOf = (lower: string): string | undefined => MARKS[lower] ?? (lower.endsWith("n't") ? 'not' : undefined);
