@@ -79,8 +79,9 @@ interface Cell {
   errors: number;
 }
 
+/** The server's CPU over the load, without the full collections the two readings force (process-stats.ts). */
 const cpuPerRequest = (before: ProcessStats, after: ProcessStats, result: LoadResult) =>
-  Math.round((after.cpuMicros - before.cpuMicros) / result.requests);
+  Math.round((after.cpuMicrosBeforeGc - before.cpuMicros) / result.requests);
 
 async function measure(server: Server, mode: Mode, upstreamUrl: string, pacedRate: number | undefined): Promise<Cell> {
   const child = await startServer(server, upstreamUrl);

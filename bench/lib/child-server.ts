@@ -2,8 +2,10 @@ import { fork } from 'node:child_process';
 import { createServer } from 'node:net';
 
 export interface ProcessStats {
-  /** User and system CPU time of the process so far, in microseconds. */
+  /** User and system CPU time of the process so far, in microseconds, after this reading's forced collection. */
   cpuMicros: number;
+  /** The same, read just before that collection: a window from one reading's `cpuMicros` to the next's `cpuMicrosBeforeGc` holds neither. */
+  cpuMicrosBeforeGc: number;
   /** Heap in use after a full collection. */
   heapUsed: number;
   rss: number;

@@ -250,7 +250,7 @@ describe('a client that leaves pays the translation it started', () => {
     const server = await startTestServer({
       metrics,
       quota: { prices: { ...prices, units: { translated_kchars: 7 } }, defaults: { rpm: null, tpm: null } },
-      tasks: new TaskRegistry([createTranslateTask(apertium)]),
+      tasks: new TaskRegistry([createTranslateTask(apertium, { detect: async () => 'en' })]),
     });
     try {
       const { key, record } = await server.keys.create('translator', { credits: 1000 });

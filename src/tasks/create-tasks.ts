@@ -15,6 +15,7 @@ import { createSpeechToTextTask } from './speech-to-text/speech-to-text-task.ts'
 import { type SpeechLimits, WhisperWorker } from './speech-to-text/whisper-worker.ts';
 import { Apertium } from './translate/apertium.ts';
 import { createTranslateTask } from './translate/translate-task.ts';
+import { LanguageDetector } from './translate/language-detector.ts';
 import { createScraperTask } from './scraper/scraper-task.ts';
 import { PageReader, type ScraperLimits } from './scraper/page-reader.ts';
 import { createBraveProvider, createSearxngProvider, type SearchProvider } from './web-search/search-provider.ts';
@@ -71,6 +72,7 @@ export function createTasks(config: Config, engine: Engine): TaskRegistry {
   const gui = new GuiDetector(reader, workerLimits);
   const detector = new CocoDetector(workerLimits);
   const pages = new PageReader(scraperLimitsOf(config));
+  const languages = new LanguageDetector(workerLimits);
   const whisper = new WhisperWorker(config.sttPython, config.local.threads, speechLimitsOf(config));
   return new TaskRegistry([
     createOcrTask(reader, pdfs, offices),
@@ -78,7 +80,7 @@ export function createTasks(config: Config, engine: Engine): TaskRegistry {
     createObjectDetectionTask(detector),
     createScraperTask({ engine, fetchLimits: limits.fetch, pages }),
     createWebSearchTask(searchProviderOf(config)),
-    createTranslateTask(new Apertium(workerLimits)),
+    createTranslateTask(new Apertium(workerLimits), languages),
     createSpeechToTextTask(whisper),
-  ], [reader, pdfs, offices, gui, detector, pages, whisper]);
+  ], [reader, pdfs, offices, gui, detector, pages, languages, whisper]);
 }

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { ServiceError } from '../../errors/service-error.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { loadConfig } from '../../config.ts';
 import { workerLimitsOf } from '../create-tasks.ts';
 import { Apertium } from './apertium.ts';
+import { LanguageDetector } from './language-detector.ts';
 import { createTranslateTask, readDirections } from './translate-task.ts';
 
-const task = createTranslateTask(new Apertium(workerLimitsOf(loadConfig({}))));
+const languages = new LanguageDetector(workerLimitsOf(loadConfig({})));
+after(() => languages.close());
+const task = createTranslateTask(new Apertium(workerLimitsOf(loadConfig({}))), languages);
 const translate = async (text: string, instructions: string) => {
   const entry = await task.run(taskInput({ text, instructions }));
   if (entry.name !== 'translate') throw new Error('not a translate entry');

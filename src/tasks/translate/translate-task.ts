@@ -1,7 +1,7 @@
-import { eld } from 'eld/large';
 import { invalidRequest } from '../../errors/service-error.ts';
 import type { Task } from '../task.ts';
 import type { Apertium } from './apertium.ts';
+import type { LanguageDetector } from './language-detector.ts';
 
 /** Language names a caller may write instead of ISO 639-1 codes. */
 const NAMES: Record<string, string> = {
@@ -19,17 +19,17 @@ export function readDirections(instructions: string): { source?: string; target?
 
 /**
  * Translates the last user message. The target comes from the system message ("to Spanish",
- * "target: es"); the source from it too ("from French") or else is detected (eld). Without a
- * target, text not in English goes to English.
+ * "target: es"); the source from it too ("from French") or else is detected. Without a target,
+ * text not in English goes to English.
  */
-export function createTranslateTask(apertium: Apertium): Task {
+export function createTranslateTask(apertium: Apertium, languages: Pick<LanguageDetector, 'detect'>): Task {
   return {
     name: 'translate',
     async run(input) {
       const text = input.text;
       if (!text) throw invalidRequest('The translate task needs text in the user message.', 'invalid_request', 'messages');
       const said = readDirections(input.instructions);
-      const source = said.source ?? eld.detect(text).language;
+      const source = said.source ?? await languages.detect(text, input.caller);
       const target = said.target ?? (source === 'en' ? undefined : 'en');
       if (!target) throw invalidRequest('Say the target language in the system message, e.g. "<task>translate</task> to Spanish".', 'invalid_request', 'messages');
       if (!source) throw invalidRequest('The source language could not be detected; say it, e.g. "from French".', 'invalid_request', 'messages');
