@@ -7,7 +7,7 @@
 // This machine's timings drift between runs (a shared VM), so each cell is measured BENCH_REPEATS
 // times, the servers taking turns, and the median of each figure is reported.
 //   BENCH_SECONDS (10) per measurement, BENCH_REPEATS (3), BENCH_SOAK_SECONDS (60; 600 for the
-//   10-minute claim).
+//   10-minute claim), BENCH_SOAK_ONLY=1 (the soak alone, to bench/results/gateway-soak.json).
 // With BENCH_NODE_FLAGS (flag sets separated by `;`, e.g. `--max-semi-space-size=32;--max-semi-space-size=64`)
 // it compares node flags instead: in each mode of BENCH_FLAG_MODES (json,hit) the service with node's
 // defaults and with each flag set run at once, and in each of BENCH_REPEATS rounds each is loaded in
@@ -23,6 +23,8 @@ import { closedLoop, type LoadResult, type LoadTarget, paced, quantile } from '.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const SOAK_SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 60);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 3);
+/** Only the soak (the 10-minute claim, with BENCH_SOAK_SECONDS=600), written to bench/results/gateway-soak.json. */
+const SOAK_ONLY = process.env.BENCH_SOAK_ONLY === '1';
 /** Flag comparison: load the variants all at once in each round (16 connections each) instead of in turn. */
 const TOGETHER = process.env.BENCH_FLAGS_TOGETHER === '1';
 const CONNECTIONS = 32;
@@ -232,6 +234,13 @@ async function main(): Promise<void> {
     const rounds = await compareFlags(flagSets, modes, upstreamUrl);
     await upstream.stop();
     writeFileSync('bench/results/gateway-flags.json', `${JSON.stringify({ when: new Date().toISOString(), together: TOGETHER, connections: TOGETHER ? CONNECTIONS / 2 : CONNECTIONS, seconds: SECONDS, rounds }, null, 2)}\n`);
+    return;
+  }
+  if (SOAK_ONLY) {
+    const heap = await soak(upstreamUrl);
+    await upstream.stop();
+    console.log(`service heap after GC, every 10 s of load for ${heap.seconds} s (MiB): ${heap.heapMiB.join(' ')}; errors ${heap.errors}`);
+    writeFileSync('bench/results/gateway-soak.json', `${JSON.stringify({ when: new Date().toISOString(), connections: CONNECTIONS, heap }, null, 2)}\n`);
     return;
   }
   const cells: Cell[] = [];
