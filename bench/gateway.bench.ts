@@ -65,24 +65,12 @@ async function startServer(server: Server, upstreamUrl: string, nodeFlags: strin
   if (server === 'bare') return startChildServer('bench/gateway/bare-proxy.ts', { UPSTREAM_BASE_URL: upstreamUrl });
   if (server === 'floor' || server === 'floor+validator') return startChildServer('bench/gateway/express-floor.ts', { VALIDATE: server === 'floor' ? '0' : '1' });
   const dir = mkdtempSync(join(tmpdir(), 'bench-gateway-'));
-  const child = await startChildServer(server === 'service' ? 'dist/src/main.js' : 'src/main.ts', {
+  // Loaded once `/readyz` answers 200: the guard's classifiers and the tasks' models load in worker
+  // processes once the service listens, taking both cores for seconds, and a measurement taken
+  // meanwhile would charge that contention to the gateway path.
+  return startChildServer(server === 'service' ? 'dist/src/main.js' : 'src/main.ts', {
     NODE_ENV: 'production', UPSTREAM_BASE_URL: upstreamUrl, SERVICE_API_KEY: KEY, KEYS_FILE: join(dir, 'keys.json'),
-  }, '/v1/models', nodeFlags);
-  await untilReady(child.port);
-  return child;
-}
-
-/**
- * Waits for `/readyz` to answer 200: the guard's classifiers and the tasks' models load in worker
- * processes once the service listens, taking both cores for several seconds, and a measurement
- * taken meanwhile would charge that contention to the gateway path.
- */
-async function untilReady(port: number): Promise<void> {
-  const deadline = Date.now() + 180_000;
-  while ((await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)) !== 200) {
-    if (Date.now() > deadline) throw new Error('the service was not ready within 180 s');
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  }, '/readyz', nodeFlags, (status) => status === 200);
 }
 
 interface Cell {

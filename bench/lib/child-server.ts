@@ -45,10 +45,12 @@ export function freePort(): Promise<number> {
 
 /**
  * Runs `script` (TypeScript through tsx, or the build's JavaScript, which tsx leaves alone) in a process of its own with `PORT` set, waits until
- * `readyPath` answers, and reads the process's CPU, heap and event loop through `process-stats.ts`.
+ * `readyPath` answers (with a status `ready` accepts: any, unless told), and reads the process's CPU, heap and event loop through `process-stats.ts`.
  * `nodeFlags` go to node before the script (e.g. `--max-semi-space-size=32`).
  */
-export async function startChildServer(script: string, env: Record<string, string>, readyPath = '/', nodeFlags: string[] = []): Promise<ChildServer> {
+export async function startChildServer(
+  script: string, env: Record<string, string>, readyPath = '/', nodeFlags: string[] = [], ready: (status: number) => boolean = () => true,
+): Promise<ChildServer> {
   const port = await freePort();
   const child = fork(script, [], {
     execArgv: [...nodeFlags, '--import', 'tsx', '--import', new URL('./process-stats.ts', import.meta.url).pathname],
@@ -65,7 +67,7 @@ export async function startChildServer(script: string, env: Record<string, strin
   failed.catch(() => {});
   const deadline = Date.now() + 120_000;
   for (;;) {
-    const up = await fetch(`http://127.0.0.1:${port}${readyPath}`).then(() => true, () => false);
+    const up = await fetch(`http://127.0.0.1:${port}${readyPath}`).then((res) => ready(res.status), () => false);
     if (up) break;
     if (Date.now() > deadline) child.kill('SIGKILL');
     if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) await failed;
