@@ -13,12 +13,13 @@ import { startTestServer, TEST_KEY } from '../testing/test-server.ts';
  * Promises made in this process while one completion of `words` words is answered. The client is
  * node:http with listeners (no promises of its own), and each prompt differs (no cache hit).
  */
+let asked = 0;
 async function promisesFor(baseUrl: string, words: number, stream = false): Promise<number> {
   let made = 0;
   const hook = createHook({ init: (_id, type) => void (type === 'PROMISE' && made++) }).enable();
   try {
     const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const body = JSON.stringify({ model: 'service', max_tokens: words, stream, messages: [{ role: 'user', content: `${words} ${'w '.repeat(words)}` }] });
+      const body = JSON.stringify({ model: 'service', max_tokens: words, stream, messages: [{ role: 'user', content: `${asked++} ${words} ${'w '.repeat(words)}` }] });
       const req = request(`${baseUrl}/chat/completions`, {
         method: 'POST', headers: { Authorization: `Bearer ${TEST_KEY}`, 'Content-Type': 'application/json' },
       }, (res) => {
@@ -36,10 +37,16 @@ async function promisesFor(baseUrl: string, words: number, stream = false): Prom
   return made;
 }
 
-/** The promises each event of an answer costs: the difference between answers of 400 and 200 events. */
+/**
+ * The promises each event of an answer costs: the difference between answers of 400 and 200
+ * events, the least of three tries (the process's other work, a timer's, can add a stray promise
+ * to one count, never take one away).
+ */
 async function promisesPerEvent(baseUrl: string, stream: boolean): Promise<number> {
   await promisesFor(baseUrl, 10, stream); // warm: the validator's and the store's first-use work
-  return ((await promisesFor(baseUrl, 400, stream)) - (await promisesFor(baseUrl, 200, stream))) / 200;
+  const tries: number[] = [];
+  for (let i = 0; i < 3; i++) tries.push(((await promisesFor(baseUrl, 400, stream)) - (await promisesFor(baseUrl, 200, stream))) / 200);
+  return Math.min(...tries);
 }
 
 // Issue 26: each layer an event passes through costs promises (and the request scope's promise
