@@ -1,5 +1,5 @@
 import { pino, type DestinationStream, type Logger as Pino } from 'pino';
-import { currentRequest } from './request-scope.ts';
+import type { RequestScope } from './request-scope.ts';
 
 /**
  * The service's one logger type, passed down from main.ts: `warn` and `error` take console-style
@@ -8,7 +8,13 @@ import { currentRequest } from './request-scope.ts';
 export interface Logger {
   error(...args: unknown[]): void;
   warn(...args: unknown[]): void;
+  /** The same log, its lines naming `request` (reqId, and keyId once known); a console has none. */
+  forRequest?(request: RequestScope): Logger;
 }
+
+/** `log` naming `request` when it can (src/request-scope.ts), else `log` itself. */
+export const logFor = (log: Logger, request: RequestScope | undefined): Logger =>
+  (request && log.forRequest?.(request)) || log;
 
 /**
  * The service's JSON logger (`LOG_LEVEL`): one JSON object per line, or readable colours when
@@ -22,15 +28,15 @@ export function createLogger(level: string, destination?: DestinationStream): Pi
 }
 
 /**
- * `Logger` on the JSON logger. A line written while a request's work runs is written through that
- * request's child logger (`reqId`, and `keyId` once known), wherever it comes from: a stage, the
- * error handler, or the store deep below them that knows nothing of requests. An Error among the
- * arguments is kept whole.
+ * `Logger` on the JSON logger. Its `forRequest` writes through that request's child logger
+ * (`reqId`, and `keyId` once known), made when the request's first line is written: a stage's
+ * warning, the error handler's. What happens below the request that knows nothing of it (a Redis
+ * outage, a lock) is logged as the process's; the request it failed logs its own line with the
+ * cause (src/http/errors.ts). An Error among the arguments is kept whole.
  */
 export function loggerOn(logger: Pino): Logger {
-  const children = new WeakMap<object, { keyId: string | undefined; child: Pino }>();
-  const target = (): Pino => {
-    const request = currentRequest();
+  const children = new WeakMap<RequestScope, { keyId: string | undefined; child: Pino }>();
+  const target = (request: RequestScope | undefined): Pino => {
     if (!request) return logger;
     let made = children.get(request);
     if (!made || made.keyId !== request.keyId) {
@@ -40,11 +46,14 @@ export function loggerOn(logger: Pino): Logger {
     }
     return made.child;
   };
-  const write = (level: 'error' | 'warn') => (...args: unknown[]) => {
-    const err = args.find((a) => a instanceof Error);
-    const message = args.filter((a) => a !== err).map(String).join(' ');
-    if (err) target()[level]({ err }, message);
-    else target()[level](message);
+  const on = (request?: RequestScope): Logger => {
+    const write = (level: 'error' | 'warn') => (...args: unknown[]) => {
+      const err = args.find((a) => a instanceof Error);
+      const message = args.filter((a) => a !== err).map(String).join(' ');
+      if (err) target(request)[level]({ err }, message);
+      else target(request)[level](message);
+    };
+    return { error: write('error'), warn: write('warn'), forRequest: on };
   };
-  return { error: write('error'), warn: write('warn') };
+  return on();
 }

@@ -37,7 +37,7 @@ async function start(): Promise<void> {
   const engine = await createEngine(config, metrics.queue);
   const tasks = createTasks(config, engine);
   const store = createStore({
-    log: loggerOn(logger), // Redis outages and lock warnings go to the JSON log, under the request they hit
+    log: loggerOn(logger), // Redis lost and back, a lock removed: the process's lines (a failed request logs its own)
     redisUrl: config.redisUrl, keysFile: config.keysFile,
     cacheMaxEntries: config.cache.maxEntries, cacheMaxBytes: config.cache.maxBytes, cacheMaxEntryBytes: config.cache.maxEntryBytes,
   });

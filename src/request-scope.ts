@@ -1,6 +1,6 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Response } from 'express';
 
-/** What is known of the request whose work is running now. */
+/** What is known of a request in flight. */
 export interface RequestScope {
   readonly requestId: string;
   /** `x-service-zdr`, parsed once when the request arrives: nothing of it is kept, not even in a log's detail. */
@@ -10,24 +10,29 @@ export interface RequestScope {
 }
 
 /**
- * The request whose work is running now, kept across its awaits, timers and listeners
- * (AsyncLocalStorage). The one place the request id is read from: the log lines written during a
- * request carry it (src/logging.ts) however deep they are written (a store's outage warning), and
- * the process-level fault handler names the request a crash came from (src/process/faults.ts).
+ * Each request's scope travels with its response (`res.locals`), and each layer that logs for it
+ * is handed it: the request log, the error handler, the pipeline's context (its `log` names the
+ * request, src/logging.ts). Not AsyncLocalStorage: on Node 20 that keeps its store through a
+ * promise hook that runs for every promise the process makes, which cost a tenth of a request's
+ * CPU on the gateway bench and a sixth of a stream's (README, "The gateway path").
  */
-const scope = new AsyncLocalStorage<RequestScope>();
+const inFlight = new Set<RequestScope>();
 
-/** Runs `fn` (the rest of the request's middleware) as the work of this request. */
-export const runAsRequest = <T>(request: RequestScope, fn: () => T): T => scope.run(request, fn);
+/** The request starts: its scope is on `res` until the response closes. */
+export function beginRequest(res: Response, request: RequestScope): void {
+  res.locals.request = request;
+  inFlight.add(request);
+  res.once('close', () => inFlight.delete(request));
+}
 
-/** The request of the work running now, or undefined outside any request. */
-export const currentRequest = (): RequestScope | undefined => scope.getStore();
+/** The scope of the request `res` answers (undefined before `beginRequest`). */
+export const requestOf = (res: Response): RequestScope | undefined => res.locals.request as RequestScope | undefined;
 
-/** The request id of the work running now, or undefined outside any request. */
-export const currentRequestId = (): string | undefined => scope.getStore()?.requestId;
-
-/** Authentication names the caller: its later log lines carry the key id. */
-export function setRequestKey(keyId: string): void {
-  const request = scope.getStore();
+/** Authentication names the caller: the request's later log lines carry the key id. */
+export function setRequestKey(res: Response, keyId: string): void {
+  const request = requestOf(res);
   if (request) request.keyId = keyId;
 }
+
+/** The ids of the requests in flight now, oldest first: what a process fault names (src/process/faults.ts). */
+export const requestsInFlight = (): string[] => [...inFlight].map((request) => request.requestId);

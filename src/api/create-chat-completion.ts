@@ -13,7 +13,8 @@ import { observeEvents, recordCompletion } from './record-outcome.ts';
 import { createRequestContext, type RequestContext } from '../chat/request-context.ts';
 import type { ChatCompletionRequest } from '../contract/wire-types.ts';
 import type { Caller } from '../keys/caller.ts';
-import { currentRequest } from '../request-scope.ts';
+import { logFor } from '../logging.ts';
+import { requestOf, type RequestScope } from '../request-scope.ts';
 
 export interface ChatCompletionDeps {
   /** The completion pipeline (chat/create-pipeline.ts). */
@@ -61,7 +62,8 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
 
   /** Makes the completion (kept in `made`) and writes it, as JSON or as a stream. */
   async function answer(req: Request, res: Response, made: { completion?: Completion; ctx?: RequestContext }): Promise<void> {
-    const ctx = (made.ctx = createRequestContext(requestInputOf(req, res), deps));
+    const scope = requestOf(res);
+    const ctx = (made.ctx = createRequestContext(requestInputOf(req, res, scope), { ...deps, log: logFor(deps.log, scope) }));
     const { body } = ctx;
     const outcome = outcomeOf(res);
     Object.assign(outcome, { keyId: ctx.caller.keyId, stream: body.stream === true, zdr: ctx.flags.zdr });
@@ -79,7 +81,7 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
         const chunks = toChunks(meta, events, {
           includeUsage: body.stream_options?.include_usage === true, precontext: shown, reasoningDelta: ctx.flags.reasoningDelta,
         });
-        await writeEventStream(req, res, chunks, ctx.signal, deps.log);
+        await writeEventStream(req, res, chunks, ctx.signal, ctx.log);
         return;
       }
       const folded = await foldEvents(events);
@@ -96,12 +98,11 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
  * scope (read once, when it arrived), the caller put there by auth, and an abort signal that fires
  * when the client goes away before the answer is complete, streamed or not.
  */
-function requestInputOf(req: Request, res: Response) {
+function requestInputOf(req: Request, res: Response, scope: RequestScope | undefined) {
   const abort = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) abort.abort(new Error('client disconnected'));
   });
-  const scope = currentRequest();
   return {
     requestId: scope?.requestId ?? 'unknown',
     zdr: scope?.zdr ?? false,

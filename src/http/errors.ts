@@ -2,8 +2,8 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import { recordError } from './request-outcome.ts';
 import { answerOf } from '../errors/answer-of.ts';
 import { internalError, invalidRequest, methodNotAllowed, notFound, payloadTooLarge, type ServiceError, unsupportedMediaType } from '../errors/service-error.ts';
-import { currentRequest, currentRequestId } from '../request-scope.ts';
-import type { Logger } from '../logging.ts';
+import { requestOf } from '../request-scope.ts';
+import { logFor, type Logger } from '../logging.ts';
 
 /** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
 interface HttpLikeError {
@@ -22,10 +22,9 @@ interface HttpLikeError {
  * The ONE mapping from any failure to the error envelope. The service's own errors carry their
  * answer (src/errors/answer-of.ts); what is mapped here are its libraries' errors (body-parser,
  * express-openapi-validator, Express's router); anything unrecognised becomes a 500 whose body
- * hides the cause.
+ * hides the cause (and names `requestId`, for the caller to quote).
  */
-export function toServiceError(err: unknown, url = ''): ServiceError {
-  const requestId = currentRequestId() ?? 'unknown';
+export function toServiceError(err: unknown, requestId: string, url = ''): ServiceError {
   const own = answerOf(err);
   if (own) return own;
   if (typeof err !== 'object' || err === null) return internalError(requestId);
@@ -71,23 +70,24 @@ export function sendError(res: Response, error: ServiceError): void {
 
 /**
  * Logs a 500, and a store outage (503 `store_unavailable`: what the operator must fix), with its
- * cause; the logger adds the request id and key id (src/logging.ts). The cause (which may quote
- * the request or the answer) is left out for a request that asked for zero data retention: its
- * log line is metadata only.
+ * cause, under the request's id and key id (src/logging.ts). The cause (which may quote the
+ * request or the answer) is left out for a request that asked for zero data retention: its log
+ * line is metadata only.
  */
-export function logFailure(log: Logger, req: Request, error: ServiceError, cause: unknown, when = ''): void {
+export function logFailure(log: Logger, req: Request, res: Response, error: ServiceError, cause: unknown, when = ''): void {
   const level = error.status === 500 ? 'error' : error.code === 'store_unavailable' ? 'warn' : undefined;
   if (!level) return;
+  const request = requestOf(res);
   const line = `${req.method} ${req.originalUrl} failed${when}:`;
-  if (currentRequest()?.zdr) log[level](line, `${error.code} (zero data retention: no detail kept)`);
-  else log[level](line, cause);
+  if (request?.zdr) logFor(log, request)[level](line, `${error.code} (zero data retention: no detail kept)`);
+  else logFor(log, request)[level](line, cause);
 }
 
 /** Express's last middleware: maps, logs 500s with their request id, answers. */
 export function createErrorHandler(log: Logger): ErrorRequestHandler {
   return function errorHandler(err, req, res, _next) {
-    const error = toServiceError(err, `${req.method} ${req.path}`);
-    logFailure(log, req, error, err);
+    const error = toServiceError(err, requestOf(res)?.requestId ?? 'unknown', `${req.method} ${req.path}`);
+    logFailure(log, req, res, error, err);
     if (res.headersSent) {
       res.end();
       return;

@@ -21,7 +21,7 @@ export function createBearerAuth(keys: CallerResolver): RequestHandler {
       return next(authenticationFailed('Invalid API key. Send a valid key as "Authorization: Bearer <API_KEY>".'));
     }
     res.locals.caller = caller;
-    setRequestKey(caller.keyId); // the request's log lines name its key from here on
+    setRequestKey(res, caller.keyId); // the request's log lines name its key from here on
     next();
   };
 }

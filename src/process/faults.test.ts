@@ -1,11 +1,13 @@
 // The process-level fault policy (issue 21, finding 1): an uncaught exception or an unhandled
-// rejection is logged as JSON with its request id, the service drains, and exits 1.
+// rejection is logged as JSON with the requests in flight, the service drains, and exits 1.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { runAsRequest } from '../request-scope.ts';
+import { EventEmitter } from 'node:events';
+import type { Response } from 'express';
+import { beginRequest } from '../request-scope.ts';
 import { delta, startFakeUpstream } from '../testing/fake-upstream.ts';
 import { createFaultHandler } from './faults.ts';
 
@@ -33,11 +35,14 @@ async function keepingExitCode(fn: () => Promise<void>) {
 }
 
 describe('the fault handler', () => {
-  it('logs the fault with the request it came from, drains once, then exits 1', () => keepingExitCode(async () => {
+  it('logs the fault with the requests in flight, drains once, then exits 1', () => keepingExitCode(async () => {
     let finishDrain = () => {};
     const r = recorder(() => new Promise<void>((resolve) => (finishDrain = resolve)));
     const fault = new Error('boom');
-    runAsRequest({ requestId: 'req-7', zdr: false }, () => r.handle('uncaughtException', fault));
+    const response = Object.assign(new EventEmitter(), { locals: {} }) as unknown as Response;
+    beginRequest(response, { requestId: 'req-7', zdr: false });
+    r.handle('uncaughtException', fault);
+    response.emit('close');
     r.handle('unhandledRejection', 'a second one, while draining');
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(r.exits, [], 'exited before the drain ended');
@@ -46,9 +51,9 @@ describe('the fault handler', () => {
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(r.exits, [1]);
     assert.equal(r.logged.length, 2);
-    assert.deepEqual([r.logged[0]!.kind, r.logged[0]!.requestId, r.logged[0]!.err], ['uncaughtException', 'req-7', fault]);
-    assert.match(String(r.logged[0]!.message), /req-7.*exiting with 1/);
-    assert.equal(r.logged[1]!.requestId, undefined, 'outside a request, no request id is made up');
+    assert.deepEqual([r.logged[0]!.kind, r.logged[0]!.requestsInFlight, r.logged[0]!.err], ['uncaughtException', ['req-7'], fault]);
+    assert.match(String(r.logged[0]!.message), /1 requests in flight \(req-7\).*exiting with 1/);
+    assert.deepEqual(r.logged[1]!.requestsInFlight, [], 'a request that has ended is not named');
     assert.equal(process.exitCode, 1);
   }));
 
@@ -71,7 +76,7 @@ const freePort = () => new Promise<number>((resolve) => {
 
 describe('a fault in the running service', { timeout: 180_000 }, () => {
   for (const fault of ['exception', 'rejection']) {
-    it(`(${fault}) is logged as JSON with its request id; the stream in flight ends with [DONE]; the process exits 1`, async () => {
+    it(`(${fault}) is logged as JSON with the request in flight; the stream in flight ends with [DONE]; the process exits 1`, async () => {
       // An upstream that streams a word every 100 ms, 20 in all: in flight when the fault comes.
       const upstream = await startFakeUpstream((_b, res) => {
         res.writeHead(200, { 'Content-Type': 'text/event-stream' });
@@ -101,7 +106,7 @@ describe('a fault in the running service', { timeout: 180_000 }, () => {
         }
         const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
           method: 'POST',
-          headers: { Authorization: 'Bearer sk-fault', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true' },
+          headers: { Authorization: 'Bearer sk-fault', 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true', 'x-request-id': 'stream-in-flight' },
           body: JSON.stringify({ model: 'service', stream: true, messages: [{ role: 'user', content: 'a story' }] }),
         });
         assert.equal(res.status, 200);
@@ -116,7 +121,7 @@ describe('a fault in the running service', { timeout: 180_000 }, () => {
         const fatal = lines.find((l) => l.level === 60);
         assert.ok(fatal, `no fatal line in:\n${stdout}`);
         assert.equal(fatal.kind, fault === 'exception' ? 'uncaughtException' : 'unhandledRejection');
-        assert.equal(fatal.requestId, 'fault-hook');
+        assert.deepEqual(fatal.requestsInFlight, ['stream-in-flight']);
         assert.match(JSON.stringify(fatal.err), /injected/);
       } finally {
         child.kill('SIGKILL');
