@@ -77,6 +77,8 @@ interface Cell {
   server: Server; mode: Mode;
   /** Saturated at 32 connections. */
   rps: number; cpuMicrosPerRequest: number;
+  /** In a median cell, each run's CPU per request, in the order run: how far the machine moved. */
+  cpuMicrosPerRequestRuns?: number[];
   /** One connection, closed loop. */
   single: { p50Ms: number; p99Ms: number };
   /** 32 connections at a fixed rate (half the service's capacity in this mode). */
@@ -119,6 +121,7 @@ function medianCell(runs: Cell[]): Cell {
   return {
     server: runs[0]!.server, mode: runs[0]!.mode,
     rps: of((c) => c.rps), cpuMicrosPerRequest: of((c) => c.cpuMicrosPerRequest),
+    cpuMicrosPerRequestRuns: runs.map((c) => c.cpuMicrosPerRequest),
     single: { p50Ms: of((c) => c.single.p50Ms), p99Ms: of((c) => c.single.p99Ms) },
     paced: { rate: runs[0]!.paced.rate, p50Ms: of((c) => c.paced.p50Ms), p99Ms: of((c) => c.paced.p99Ms) },
     errors: runs.reduce((sum, c) => sum + c.errors, 0),
@@ -244,13 +247,13 @@ async function main(): Promise<void> {
   await upstream.stop();
 
   console.log(`\n${CONNECTIONS} connections saturated, ${SECONDS} s per measurement, median of ${REPEATS} runs; an instant upstream\n`);
-  console.log('| mode | server | req/s | ratio to bare | CPU µs/request | p50 ms, 1 connection (added) | p99 ms, 1 connection (added) | p99 ms, 32 connections paced (added) | errors |');
+  console.log('| mode | server | req/s | ratio to bare | CPU µs/request (each run) | p50 ms, 1 connection (added) | p99 ms, 1 connection (added) | p99 ms, 32 connections paced (added) | errors |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const cell of cells) {
     // A cache hit is read against bare's JSON figures: bare has no cache.
     const bare = cells.find((c) => c.mode === (cell.mode === 'hit' ? 'json' : cell.mode) && c.server === 'bare')!;
     const added = (a: number, b: number) => (cell.server.startsWith('service') ? ` (+${(a - b).toFixed(2)})` : '');
-    console.log(`| ${cell.mode} | ${cell.server} | ${cell.rps} | ${(cell.rps / bare.rps).toFixed(2)} | ${cell.cpuMicrosPerRequest} | `
+    console.log(`| ${cell.mode} | ${cell.server} | ${cell.rps} | ${(cell.rps / bare.rps).toFixed(2)} | ${cell.cpuMicrosPerRequest} (${cell.cpuMicrosPerRequestRuns!.join(', ')}) | `
       + `${cell.single.p50Ms}${added(cell.single.p50Ms, bare.single.p50Ms)} | `
       + `${cell.single.p99Ms}${added(cell.single.p99Ms, bare.single.p99Ms)} | `
       + `${cell.paced.p99Ms}${added(cell.paced.p99Ms, bare.paced.p99Ms)} at ${cell.paced.rate}/s | ${cell.errors} |`);

@@ -1,13 +1,17 @@
 // The operators' view of the service, through HTTP: the request log, the metrics, health and
 // readiness, and CORS for browser apps (issue 11).
 import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
 import { TEXT_CODES } from '../guard/codes.ts';
 import { Guard, type TextScorer } from '../guard/guard.ts';
 import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from '../testing/test-server.ts';
+import { createEmbeddedStore } from '../store/embedded-store.ts';
 import { createRedisStore } from '../store/redis-store.ts';
 import { Readiness } from './health.ts';
 import { Metrics } from './metrics.ts';
@@ -215,6 +219,33 @@ describe('CORS', () => {
     const res = await preflight(closed, 'https://app.example.com');
     assert.equal(res.status, 401);
     assert.equal(res.headers.get('access-control-allow-origin'), null);
+  });
+});
+
+describe('a line a request\'s own work writes', () => {
+  const log = logLines();
+  let server: TestServer;
+  before(async () => {
+    // The embedded store, but its cache refuses to store: the cache stage warns, and the request is answered.
+    const keysFile = join(mkdtempSync(join(tmpdir(), 'scope-')), 'keys.json');
+    const store = createEmbeddedStore({ file: keysFile, cacheMaxEntries: 10, log: loggerOn(log.logger) });
+    store.cacheSet = async () => { throw new Error('disk says no'); };
+    server = await startTestServer({ store, log: loggerOn(log.logger), engine: createScriptedEngine(echoScript) });
+  });
+  after(() => server.close());
+
+  it('names that request and its key, and only that one, however many are in flight', async () => {
+    const ids = Array.from({ length: 8 }, (_, i) => `scoped-${i}`);
+    const answers = await Promise.all(ids.map((id, i) => postCompletion(server.baseUrl,
+      { model: 'service', messages: [{ role: 'user', content: `question ${i}` }] }, { 'x-request-id': id })));
+    assert.deepEqual(answers.map((r) => r.status), ids.map(() => 200));
+    await settle();
+    for (const [i, id] of ids.entries()) {
+      const lines = log.lines.filter((l) => /cache store failed: disk says no/.test(String(l.msg)) && l.reqId === id);
+      assert.equal(lines.length, 1, `request ${i}: ${JSON.stringify(log.lines)}`);
+      assert.equal(lines[0]!.keyId, 'env', 'the line names the caller\'s key id');
+    }
+    assert.equal(log.lines.filter((l) => /cache store failed/.test(String(l.msg))).length, ids.length);
   });
 });
 
