@@ -28,6 +28,9 @@ export function beginRequest(res: Response, request: RequestScope): void {
 /** The scope of the request `res` answers (undefined before `beginRequest`). */
 export const requestOf = (res: Response): RequestScope | undefined => res.locals.request as RequestScope | undefined;
 
+/** The id of the request `res` answers, as logs and error messages name it. */
+export const requestIdOf = (res: Response): string => requestOf(res)?.requestId ?? 'unknown';
+
 /** Authentication names the caller: the request's later log lines carry the key id. */
 export function setRequestKey(res: Response, keyId: string): void {
   const request = requestOf(res);

@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express';
 import { recordError } from './request-outcome.ts';
 import { answerOf } from '../errors/answer-of.ts';
 import { internalError, invalidRequest, methodNotAllowed, notFound, payloadTooLarge, type ServiceError, unsupportedMediaType } from '../errors/service-error.ts';
-import { requestOf } from '../request-scope.ts';
+import { requestIdOf, requestOf } from '../request-scope.ts';
 import { logFor, type Logger } from '../logging.ts';
 
 /** Shape of errors thrown by body-parser and express-openapi-validator (both carry an HTTP status). */
@@ -78,15 +78,14 @@ export function logFailure(log: Logger, req: Request, res: Response, error: Serv
   const level = error.status === 500 ? 'error' : error.code === 'store_unavailable' ? 'warn' : undefined;
   if (!level) return;
   const request = requestOf(res);
-  const line = `${req.method} ${req.originalUrl} failed${when}:`;
-  if (request?.zdr) logFor(log, request)[level](line, `${error.code} (zero data retention: no detail kept)`);
-  else logFor(log, request)[level](line, cause);
+  const detail = request?.zdr ? `${error.code} (zero data retention: no detail kept)` : cause;
+  logFor(log, request)[level](`${req.method} ${req.originalUrl} failed${when}:`, detail);
 }
 
 /** Express's last middleware: maps, logs 500s with their request id, answers. */
 export function createErrorHandler(log: Logger): ErrorRequestHandler {
   return function errorHandler(err, req, res, _next) {
-    const error = toServiceError(err, requestOf(res)?.requestId ?? 'unknown', `${req.method} ${req.path}`);
+    const error = toServiceError(err, requestIdOf(res), `${req.method} ${req.path}`);
     logFailure(log, req, res, error, err);
     if (res.headersSent) {
       res.end();

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Logger as Pino } from 'pino';
-import { requestOf } from '../request-scope.ts';
+import { requestIdOf } from '../request-scope.ts';
 import { outcomeOf } from './request-outcome.ts';
 
 /** Operational endpoints, polled every few seconds: not worth a line each. */
@@ -19,7 +19,7 @@ export function requestLog(logger: Pino): RequestHandler {
   return function requestLog(req, res, next) {
     const path = (req.url ?? '').split('?')[0]!;
     if (QUIET_PATHS.has(path)) return next();
-    const reqId = requestOf(res)?.requestId ?? 'unknown';
+    const reqId = requestIdOf(res);
     const outcome = outcomeOf(res); // stamps the start, as the first middleware to read it
     let logged = false;
     const done = () => {

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { logFailure, toServiceError } from './errors.ts';
 import { recordError } from './request-outcome.ts';
 import type { Logger } from '../logging.ts';
-import { requestOf } from '../request-scope.ts';
+import { requestIdOf } from '../request-scope.ts';
 
 /**
  * The one SSE writer. Writes each item as a `data:` event and ends with `data: [DONE]`. A failure
@@ -42,7 +42,7 @@ export async function writeEventStream(
     }
   } catch (err) {
     if (!signal.aborted) {
-      const error = toServiceError(err, requestOf(res)?.requestId ?? 'unknown');
+      const error = toServiceError(err, requestIdOf(res));
       logFailure(log, req, res, error, err, ' mid-stream');
       recordError(res, error);
       send(JSON.stringify(error.toEnvelope()));
