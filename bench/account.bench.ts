@@ -49,7 +49,7 @@ async function serve(mode: Mode): Promise<void> {
       delta({ role: 'assistant', content: '' }), delta({ content: 'hello' }), delta({ content: ' there' }),
       { ...delta({}, 'stop'), usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 } },
     ]));
-    const { createEngine } = await import('../src/engines/create-engine.ts');
+    const { createEngine } = await import('../src/wiring/create-engine.ts');
     const { loadConfig } = await import('../src/config.ts');
     engine = await createEngine(loadConfig({ UPSTREAM_BASE_URL: upstream.baseUrl, UPSTREAM_CONCURRENCY: '256', QUEUE_MAX_WAITING: '1000' }));
   }

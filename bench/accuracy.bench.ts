@@ -5,7 +5,7 @@ import { CocoDetector } from '../src/tasks/object-detection/coco-detector.ts';
 import { createOcrTask } from '../src/tasks/ocr/ocr-task.ts';
 import { TesseractReader } from '../src/tasks/ocr/tesseract-reader.ts';
 import { PdfReader } from '../src/tasks/ocr/pdf-reader.ts';
-import { attachmentLimitsOf, documentLimitsOf, pdfLimitsOf, speechLimitsOf, workerLimitsOf } from '../src/tasks/create-tasks.ts';
+import { attachmentLimitsOf, documentLimitsOf, pdfLimitsOf, speechLimitsOf, workerLimitsOf } from '../src/wiring/create-tasks.ts';
 import { DocumentReader } from '../src/tasks/ocr/document-reader.ts';
 import { createSpeechToTextTask } from '../src/tasks/speech-to-text/speech-to-text-task.ts';
 import { WhisperWorker } from '../src/tasks/speech-to-text/whisper-worker.ts';

@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config.ts';
 import { IMAGE_CODES, type ImageCode } from '../src/guard/codes.ts';
 import { ImageClassifier } from '../src/guard/image/image-classifier.ts';
 import { beingRegions, imageCodeScores, matchedImageCodes } from '../src/guard/image/image-codes.ts';
-import { workerLimitsOf } from '../src/tasks/create-tasks.ts';
+import { workerLimitsOf } from '../src/wiring/create-tasks.ts';
 import { CocoDetector } from '../src/tasks/object-detection/coco-detector.ts';
 import { bloodied } from '../src/testing/fixtures.ts';
 

@@ -2,7 +2,7 @@ import express from 'express';
 import { createApp } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import type { QuotaOptions } from './chat/stages/quota.ts';
-import { createEngine } from './engines/create-engine.ts';
+import { createEngine } from './wiring/create-engine.ts';
 import { ApiKeys } from './keys/api-keys.ts';
 import { Drain } from './http/drain.ts';
 import { operationalRoutes, Readiness } from './http/health.ts';
@@ -15,7 +15,7 @@ import { MiniLmEmbedder } from './chat/semantic/embedder.ts';
 import { createStore } from './store/create-store.ts';
 import { createFaultHandler, installFaultHandler } from './process/faults.ts';
 import { removeStaleTempDirs } from './workers/temp-dirs.ts';
-import { attachmentLimitsOf, createTasks, workerLimitsOf } from './tasks/create-tasks.ts';
+import { attachmentLimitsOf, createTasks, workerLimitsOf } from './wiring/create-tasks.ts';
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);

@@ -3,7 +3,7 @@
 // front of the scripted engine, so what is measured is the tasks' cost to the event loop, not a model's.
 import { loadConfig } from '../../src/config.ts';
 import { createScriptedEngine, echoScript } from '../../src/engines/scripted-engine.ts';
-import { attachmentLimitsOf, createTasks } from '../../src/tasks/create-tasks.ts';
+import { attachmentLimitsOf, createTasks } from '../../src/wiring/create-tasks.ts';
 import { startTestServer } from '../../src/testing/test-server.ts';
 
 const config = loadConfig(process.env);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
-import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../../tasks/create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { DocumentReader } from '../../tasks/ocr/document-reader.ts';
 import { createOcrTask } from '../../tasks/ocr/ocr-task.ts';
 import { PdfReader } from '../../tasks/ocr/pdf-reader.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import { hello, startTestServer, TEST_KEY, type TestServer } from '../../testing/test-server.ts';
-import { createEngine } from '../create-engine.ts';
+import { createEngine } from '../../wiring/create-engine.ts';
 import type { Engine } from '../engine.ts';
 import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
 import { countingEngine } from '../../testing/counting-engine.ts';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { loadConfig } from '../../config.ts';
-import { workerLimitsOf } from '../../tasks/create-tasks.ts';
+import { workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { CocoDetector } from '../../tasks/object-detection/coco-detector.ts';
 import { createObjectDetectionTask } from '../../tasks/object-detection/object-detection-task.ts';
 import { TaskRegistry } from '../../tasks/registry.ts';

@@ -6,7 +6,7 @@ import { TesseractReader } from '../ocr/tesseract-reader.ts';
 import { createGuiDetectionTask } from './gui-detection-task.ts';
 import { GuiDetector } from './gui-detector.ts';
 import { loadConfig } from '../../config.ts';
-import { workerLimitsOf } from '../create-tasks.ts';
+import { workerLimitsOf } from '../../wiring/create-tasks.ts';
 
 type Box = { x: number; y: number; width: number; height: number };
 const iou = (a: Box, b: Box) => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
-import { workerLimitsOf } from '../create-tasks.ts';
+import { workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { CocoDetector } from './coco-detector.ts';
 import { createObjectDetectionTask } from './object-detection-task.ts';

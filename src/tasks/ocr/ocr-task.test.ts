@@ -11,7 +11,7 @@ import { ServiceError } from '../../errors/service-error.ts';
 import { blankPagesPdf, deflateBombPdf } from '../../testing/hostile-inputs.ts';
 import { PdfReader } from './pdf-reader.ts';
 import { loadConfig } from '../../config.ts';
-import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { DocumentReader } from './document-reader.ts';
 
 const LINES = ['Invoice 4721 from Northwind Traders', 'Total due: 12.50 EUR by 30 June', 'Thank you for your order'];

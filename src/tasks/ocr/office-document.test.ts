@@ -10,7 +10,7 @@ import {
   richTextDocument, spreadsheet, wordDocument,
 } from '../../testing/office-fixtures.ts';
 import { taskInput } from '../../testing/task-input.ts';
-import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../create-tasks.ts';
+import { documentLimitsOf, pdfLimitsOf, workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { DocumentReader } from './document-reader.ts';
 import { createOcrTask } from './ocr-task.ts';
 import { PdfReader } from './pdf-reader.ts';

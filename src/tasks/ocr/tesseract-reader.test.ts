@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import { renderTextImage, wordRecall } from '../../testing/fixtures.ts';
-import { workerLimitsOf } from '../create-tasks.ts';
+import { workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { TesseractReader } from './tesseract-reader.ts';
 
 const run = promisify(execFile);

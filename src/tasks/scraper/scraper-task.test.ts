@@ -9,7 +9,7 @@ import { taskInput } from '../../testing/task-input.ts';
 import { createScraperTask } from './scraper-task.ts';
 import { PageReader } from './page-reader.ts';
 import { loadConfig } from '../../config.ts';
-import { scraperLimitsOf } from '../create-tasks.ts';
+import { scraperLimitsOf } from '../../wiring/create-tasks.ts';
 import { manyLinksHtml, nestedTablesHtml } from '../../testing/hostile-inputs.ts';
 
 const PAGE = `<!doctype html><html><head><title>Northwind – Prices</title>

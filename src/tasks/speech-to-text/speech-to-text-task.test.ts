@@ -9,7 +9,7 @@ import { testAttachmentLimits } from '../../testing/attachment-limits.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { createSpeechToTextTask } from './speech-to-text-task.ts';
 import { WhisperWorker } from './whisper-worker.ts';
-import { speechLimitsOf } from '../create-tasks.ts';
+import { speechLimitsOf } from '../../wiring/create-tasks.ts';
 
 const SENTENCES = 'The quick brown fox jumps over the lazy dog. Please call me at noon tomorrow. Open the settings and click save.';
 const MIME = { wav: 'audio/wav', mp3: 'audio/mpeg', ogg: 'audio/ogg', webm: 'audio/webm' } as const;

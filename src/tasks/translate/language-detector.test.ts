@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../config.ts';
 import { projectFile } from '../../project-files.ts';
-import { workerLimitsOf } from '../create-tasks.ts';
+import { workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { LanguageDetector } from './language-detector.ts';
 
 describe('language detection (eld, in its worker)', { timeout: 120_000 }, () => {

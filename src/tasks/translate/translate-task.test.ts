@@ -3,7 +3,7 @@ import { after, describe, it } from 'node:test';
 import { ServiceError } from '../../errors/service-error.ts';
 import { taskInput } from '../../testing/task-input.ts';
 import { loadConfig } from '../../config.ts';
-import { workerLimitsOf } from '../create-tasks.ts';
+import { workerLimitsOf } from '../../wiring/create-tasks.ts';
 import { Apertium } from './apertium.ts';
 import { LanguageDetector } from './language-detector.ts';
 import { createTranslateTask, readDirections } from './translate-task.ts';

@@ -1,10 +1,10 @@
-import { withVerifiedOutput } from './verified-output.ts';
+import { withVerifiedOutput } from '../engines/verified-output.ts';
 import { existsSync } from 'node:fs';
 import { type Config, ConfigError } from '../config.ts';
-import type { Engine } from './engine.ts';
-import { createLocalEngine } from './local/local-engine.ts';
-import { type QueueObserver, withQueue } from './queued-engine.ts';
-import { createUpstreamEngine } from './upstream-engine.ts';
+import type { Engine } from '../engines/engine.ts';
+import { createLocalEngine } from '../engines/local/local-engine.ts';
+import { type QueueObserver, withQueue } from '../engines/queued-engine.ts';
+import { createUpstreamEngine } from '../engines/upstream-engine.ts';
 
 /** The configured engine, with output verification inside and the fair queue around it. */
 export async function createEngine(config: Config, queueObserver?: QueueObserver): Promise<Engine> {
