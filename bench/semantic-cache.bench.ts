@@ -17,8 +17,7 @@
 // figures were seen (set 3's prompted a change of the pool's prior). Also: the
 // added latency of a miss (p50), the verified server against the exact one on the same unseen
 // prompts. Writes bench/results/semantic-cache.json.
-import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixedTerms, wordsApart, wordPrints } from '../src/chat/semantic/candidate-filter.ts';
@@ -27,6 +26,7 @@ import type { ChatCompletionResponse } from '../src/contract/wire-types.ts';
 import { createScriptedEngine, type Script } from '../src/engines/scripted-engine.ts';
 import { createEmbeddedStore } from '../src/store/embedded-store.ts';
 import { postCompletion, startTestServer } from '../src/testing/test-server.ts';
+import { HELD, HELDOUT, loadSets, type Held, type Part } from './lib/semantic-sets.ts';
 
 const PASSES = Number(process.env.BENCH_PASSES ?? 5);
 /** BENCH_TUNING_ONLY=1: the tuning part only, nothing written (for designing without seeing the held-out part). */
@@ -39,52 +39,8 @@ const DELTAS = [MAX_ERROR, 0.05, 0.1];
 const VERIFY_SHARE = Number(process.env.CACHE_VERIFY_SHARE ?? 0.1);
 const ROOT = new URL('..', import.meta.url).pathname;
 
-interface Part { groups: string[][]; pairs: [string, string][]; }
-const part = (): Part => ({ groups: [], pairs: [] });
-const answer = new Map<string, string>();
-
-/** The held-out sets, sealed: each committed before the tuning of its round and never run while tuning; a changed file is refused. */
-const HELDOUT = {
-  heldout4: { file: 'bench/data/semantic-cache-heldout-4.txt', sha256: '54e16588cbcfa052ab1acaaf875326bdff97e1169478169ae7f202942ee9e314' },
-  heldout3: { file: 'bench/data/semantic-cache-heldout-3.txt', sha256: '6b980cbd292ab7ad563c50533761016023832d195bcc44e220965f69e74f366b' },
-  heldout2: { file: 'bench/data/semantic-cache-heldout-2.txt', sha256: '42f61d5754a927506834e4877ea10cc308cecd83667b8ca8a87a7cf52be01e24' },
-};
-type Held = keyof typeof HELDOUT;
-/** In this order, after the tuning passes, one pool carried through: the newest set first. */
-const HELD = Object.keys(HELDOUT) as Held[];
+const { tune, held, answer } = loadSets(!TUNING_ONLY && !LATENCY_ONLY); // held-out questions not even read when tuning
 const heldTallies = () => Object.fromEntries(HELD.map((h) => [h, tally()])) as Record<Held, Tally>;
-/** Tuning data: the hand-written set (its former held-out part is spent: it was seen) and fow-cache's tuning half. */
-const TUNING = ['bench/data/semantic-cache.txt', 'bench/data/semantic-cache-tuning-2.txt'];
-
-function parse(text: string, into: Part) {
-  for (const line of text.split('\n')) {
-    if (line.startsWith('G ')) {
-      const [label, ...phrasings] = line.slice(2).split('|').map((s) => s.trim());
-      for (const p of phrasings) answer.set(p, label!);
-      into.groups.push(phrasings);
-    } else if (line.startsWith('N ')) {
-      const [first, second] = line.slice(2).split('||').map((half) => half.split('|').map((s) => s.trim()));
-      answer.set(first![1]!, first![0]!);
-      answer.set(second![1]!, second![0]!);
-      into.pairs.push([first![1]!, second![1]!]);
-    }
-  }
-}
-
-function load(): { tune: Part; held: Record<Held, Part> } {
-  const tune = part();
-  const held = Object.fromEntries(HELD.map((h) => [h, part()])) as Record<Held, Part>;
-  for (const file of TUNING) parse(readFileSync(`${ROOT}${file}`, 'utf8'), tune);
-  if (TUNING_ONLY || LATENCY_ONLY) return { tune, held }; // the held-out questions are not even embedded
-  for (const name of HELD) {
-    const { file, sha256 } = HELDOUT[name];
-    const sealed = readFileSync(`${ROOT}${file}`);
-    const sha = createHash('sha256').update(sealed).digest('hex');
-    if (sha !== sha256) throw new Error(`${file} changed (SHA-256 ${sha}, sealed ${sha256}): a held-out set is not edited; write a new one`);
-    parse(sealed.toString('utf8'), held[name]);
-  }
-  return { tune, held };
-}
 
 /** The one-sided 95% upper bound on a rate after k events in n trials (Clopper-Pearson, by bisection on the binomial tail). */
 function upperBound95(k: number, n: number): number {
@@ -142,7 +98,6 @@ const meaning: Script = (request) => [
 ];
 
 async function main() {
-  const { tune, held } = load();
   const encoder = new MiniLmEmbedder({ python: `${ROOT}.venv-guard/bin/python`, threads: Number(process.env.THREADS ?? 1), timeoutMs: 60_000, maxQueued: 100, perCaller: 100 });
   // A miss with nothing to compare embeds beside its generation and stores its entry after the
   // answer. The scripted model answers at once, where a real one takes longer than the embedding:

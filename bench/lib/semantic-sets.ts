@@ -1,0 +1,55 @@
+// The semantic cache's labelled sets (bench/data/semantic-cache*.txt), read by the cache bench and
+// the ceiling bench alike: paraphrase groups (one answer each) and near-miss pairs (alike in words,
+// different answers). The held-out sets are sealed by their SHA-256: a changed file is refused.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export interface Part { groups: string[][]; pairs: [string, string][]; }
+const part = (): Part => ({ groups: [], pairs: [] });
+
+/** The held-out sets, sealed: each committed before the tuning of its round and never run while tuning. */
+export const HELDOUT = {
+  heldout4: { file: 'bench/data/semantic-cache-heldout-4.txt', sha256: '54e16588cbcfa052ab1acaaf875326bdff97e1169478169ae7f202942ee9e314' },
+  heldout3: { file: 'bench/data/semantic-cache-heldout-3.txt', sha256: '6b980cbd292ab7ad563c50533761016023832d195bcc44e220965f69e74f366b' },
+  heldout2: { file: 'bench/data/semantic-cache-heldout-2.txt', sha256: '42f61d5754a927506834e4877ea10cc308cecd83667b8ca8a87a7cf52be01e24' },
+};
+export type Held = keyof typeof HELDOUT;
+/** In this order, newest first. */
+export const HELD = Object.keys(HELDOUT) as Held[];
+/** Tuning data: the hand-written set (its former held-out part is spent: it was seen) and fow-cache's tuning half. */
+const TUNING = ['bench/data/semantic-cache.txt', 'bench/data/semantic-cache-tuning-2.txt'];
+
+export interface Sets { tune: Part; held: Record<Held, Part>; /** Each question's answer (its label). */ answer: Map<string, string>; }
+
+/** The tuning part, and the held-out sets unless `withHeldOut` is false (then they are not even read). */
+export function loadSets(withHeldOut: boolean): Sets {
+  const answer = new Map<string, string>();
+  const parse = (text: string, into: Part) => {
+    for (const line of text.split('\n')) {
+      if (line.startsWith('G ')) {
+        const [label, ...phrasings] = line.slice(2).split('|').map((s) => s.trim());
+        for (const p of phrasings) answer.set(p, label!);
+        into.groups.push(phrasings);
+      } else if (line.startsWith('N ')) {
+        const [first, second] = line.slice(2).split('||').map((half) => half.split('|').map((s) => s.trim()));
+        answer.set(first![1]!, first![0]!);
+        answer.set(second![1]!, second![0]!);
+        into.pairs.push([first![1]!, second![1]!]);
+      }
+    }
+  };
+  const tune = part();
+  const held = Object.fromEntries(HELD.map((h) => [h, part()])) as Record<Held, Part>;
+  for (const file of TUNING) parse(readFileSync(`${ROOT}${file}`, 'utf8'), tune);
+  if (!withHeldOut) return { tune, held, answer };
+  for (const name of HELD) {
+    const { file, sha256 } = HELDOUT[name];
+    const sealed = readFileSync(`${ROOT}${file}`);
+    const sha = createHash('sha256').update(sealed).digest('hex');
+    if (sha !== sha256) throw new Error(`${file} changed (SHA-256 ${sha}, sealed ${sha256}): a held-out set is not edited; write a new one`);
+    parse(sealed.toString('utf8'), held[name]);
+  }
+  return { tune, held, answer };
+}

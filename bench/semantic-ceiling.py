@@ -1,0 +1,114 @@
+"""The judging half of bench/semantic-ceiling.bench.ts (which writes the pairs and runs this).
+
+Each pair's features: the sentence cosine by MiniLM (the cache's encoder) and by MPNet (the
+guard's); how MiniLM's word pieces align (every piece's best match in the other text: the worst
+two, the mean, and apart for the shorter and the longer text, as a paraphrase often adds words a
+near miss does not); the length difference; and the candidate filter's two verdicts. A logistic
+judge (ridge 1, standardised features, fixed before any result) is fitted on some sets, and its
+threshold set where 2% of those sets' near misses pass (δ = 0.02); it is then read on a set it
+never saw. Also each single score with its threshold chosen the same way, and "the set's own
+threshold" (chosen on the test set itself: a ceiling no judge can know).
+
+  .venv-guard/bin/python bench/semantic-ceiling.py PAIRS.json OUT.json
+"""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src" / "guard" / "text"))
+from guard_worker import CLS, SEP, MiniLm  # noqa: E402
+from mpnet import MpNet  # noqa: E402
+
+DELTA = 0.02
+pairs = json.loads(Path(sys.argv[1]).read_text())
+texts = sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})
+at = {t: i for i, t in enumerate(texts)}
+minilm = MiniLm()
+vectors, pieces = minilm.read([[CLS] + minilm.tokenizer.encode(t).ids[1:-1][:254] + [SEP] for t in texts])
+mpnet = MpNet(ROOT / ".cache" / "guard" / "mpnet", 2)
+mp_vectors = mpnet.embed([[mpnet.cls] + mpnet.ids(t)[:254] + [mpnet.sep] for t in texts])
+
+NAMES = ["cosine", "mpnet cosine", "alignment worst", "alignment second worst", "alignment mean", "shorter: worst",
+         "shorter: mean", "shorter: pieces under 0.6", "longer: worst", "longer: mean", "longer: pieces under 0.6",
+         "pieces more in the longer", "same fixed terms", "words apart"]
+
+
+def features(p):
+    i, j = at[p["a"]], at[p["b"]]
+    alike = pieces[i] @ pieces[j].T
+    rows, cols = alike.max(1), alike.max(0)
+    shorter, longer = (rows, cols) if len(rows) <= len(cols) else (cols, rows)
+    both = np.sort(np.concatenate([rows, cols]))
+    return [vectors[i] @ vectors[j], mp_vectors[i] @ mp_vectors[j], both[0], both[min(1, len(both) - 1)], both.mean(),
+            shorter.min(), shorter.mean(), np.sum(shorter < 0.6), longer.min(), longer.mean(), np.sum(longer < 0.6),
+            len(longer) - len(shorter), float(p["sameFixedTerms"]), float(p["wordsApart"])]
+
+
+X = np.array([features(p) for p in pairs], dtype=float)
+y = np.array([p["paraphrase"] for p in pairs], dtype=float)
+sets = np.array([p["set"] for p in pairs])
+SETS = ["tuning"] + sorted({s for s in sets if s != "tuning"}, reverse=True)
+
+
+def fit(X, y, ridge=1.0):
+    """Logistic regression by Newton's method; returns the scoring function."""
+    mu, sd = X.mean(0), X.std(0) + 1e-9
+    Z = np.c_[np.ones(len(X)), (X - mu) / sd]
+    w, penalty = np.zeros(Z.shape[1]), ridge * np.diag(np.r_[0, np.ones(Z.shape[1] - 1)])
+    for _ in range(50):
+        p = 1 / (1 + np.exp(-Z @ w))
+        w -= np.linalg.solve(Z.T @ (Z * (p * (1 - p))[:, None]) + penalty, Z.T @ (p - y) + penalty @ w)
+    return lambda X2: np.c_[np.ones(len(X2)), (X2 - mu) / sd] @ w
+
+
+def threshold(near_miss_scores):
+    """The score above which at most δ of these near misses lie."""
+    ordered = np.sort(near_miss_scores)
+    return ordered[len(ordered) - int(DELTA * len(ordered)) - 1]
+
+
+def upper95(k, n):
+    """One-sided 95% Clopper-Pearson upper bound on a rate after k events in n trials."""
+    if k >= n:
+        return 1.0
+    tail = lambda p: sum(np.exp(np.log(p) * i + np.log1p(-p) * (n - i) + sum(np.log((n - m) / (m + 1)) for m in range(i))) for i in range(k + 1))  # noqa: E731
+    lo, hi = k / n, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if tail(mid) > 0.05 else (lo, mid)
+    return hi
+
+
+def read(score, train, test):
+    thr = threshold(score[train & (y == 0)])
+    para, near = score[test & (y == 1)], score[test & (y == 0)]
+    wrong = int(np.sum(near > thr))
+    return {"paraphrases": round(float(np.mean(para > thr)), 3), "nearMissesPassed": wrong, "nearMisses": len(near),
+            "nearMissUpper95": round(upper95(wrong, len(near)), 3),
+            "setsOwnThreshold": round(float(np.mean(para > threshold(near))), 3),
+            "auc": round(float((para[:, None] > near[None, :]).mean()), 3)}
+
+
+filtered = (X[:, NAMES.index("same fixed terms")] == 1) & (X[:, NAMES.index("words apart")] == 0)
+rows = {}
+for test in SETS[1:]:
+    for trained_on in (["tuning"], [s for s in SETS if s != test]):
+        train, k = np.isin(sets, trained_on), sets == test
+        name = f"{test}, fitted on {' + '.join(trained_on)}"
+        rows[name] = {
+            "today's judge: the filter, then the worst alignment": read(np.where(filtered, X[:, 2], -9.0), train, k),
+            "MiniLM cosine alone": read(X[:, 0], train, k),
+            "MPNet cosine alone": read(X[:, 1], train, k),
+            "logistic judge on every feature": read(fit(X[train], y[train])(X), train, k),
+        }
+result = {"delta": DELTA, "pairs": {s: {"paraphrase": int(np.sum((sets == s) & (y == 1))), "nearMiss": int(np.sum((sets == s) & (y == 0)))} for s in SETS},
+          "features": NAMES, "rows": rows}
+Path(sys.argv[2]).write_text(json.dumps(result, indent=2) + "\n")
+for name, judges in rows.items():
+    print(name)
+    for judge, r in judges.items():
+        print(f"  {judge:55s} paraphrases {r['paraphrases']:.0%}, near misses {r['nearMissesPassed']}/{r['nearMisses']} (<= {r['nearMissUpper95']:.1%}),"
+              f" set's own threshold {r['setsOwnThreshold']:.0%}, AUC {r['auc']:.3f}")
