@@ -6,7 +6,7 @@
 // verified cache could answer with these encoders, not a figure of the cache. Writes
 // bench/results/semantic-ceiling.json.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixedTerms, wordPrints, wordsApart } from '../src/chat/semantic/candidate-filter.ts';
@@ -20,6 +20,11 @@ const pairsOf = (set: string, part: Part) => [
   ...part.pairs.map(([a, b]) => ({ set, a, b, paraphrase: false })),
 ].map((p) => ({ ...p, sameFixedTerms: fixedTerms(p.a) === fixedTerms(p.b), wordsApart: wordsApart(wordPrints(p.a), wordPrints(p.b)) }));
 
-const file = join(mkdtempSync(join(tmpdir(), 'semantic-ceiling-')), 'pairs.json');
-writeFileSync(file, JSON.stringify([...pairsOf('tuning', tune), ...HELD.flatMap((h) => pairsOf(h, held[h]))]));
-execFileSync(`${ROOT}.venv-guard/bin/python`, [`${ROOT}bench/semantic-ceiling.py`, file, `${ROOT}bench/results/semantic-ceiling.json`], { stdio: 'inherit' });
+const dir = mkdtempSync(join(tmpdir(), 'semantic-ceiling-'));
+try {
+  const file = join(dir, 'pairs.json');
+  writeFileSync(file, JSON.stringify([...pairsOf('tuning', tune), ...HELD.flatMap((h) => pairsOf(h, held[h]))]));
+  execFileSync(`${ROOT}.venv-guard/bin/python`, [`${ROOT}bench/semantic-ceiling.py`, file, `${ROOT}bench/results/semantic-ceiling.json`], { stdio: 'inherit' });
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / 'src/guard/text'))
 from build_encoder import read_safetensors
 from mpnet import relative_buckets
+from guard_worker import sliding  # the guard's own windows, half a window apart
 import heads as H
 
 TOP, EPOCHS, NWIN = int(os.environ.get('TOP', 2)), int(os.environ.get('EPOCHS', 3)), int(os.environ.get('NWIN', 0))
@@ -119,11 +120,6 @@ def run_on(request):
     at = rng.integers(0, len(chosen) + 1); sep = [', and ', ' and then ', ', so ', ' '][rng.integers(4)]
     parts = chosen[:at] + ([request] if request else []) + chosen[at:]
     return sep.join(strip(p) for p in parts), sep.join(strip(p) for p in chosen)
-def sliding(ids, size=60):
-    if len(ids) <= size: return [ids]
-    starts = list(range(0, len(ids) - size + 1, size // 2))
-    if starts[-1] + size < len(ids): starts.append(len(ids) - size)
-    return [ids[s:s + size] for s in starts]
 
 REQS = [test_harm[rng.integers(len(test_harm))] for _ in range(60)]
 CASES = [run_on(rows[i]['text']) for i in REQS]
@@ -132,7 +128,7 @@ case_windows = []
 for text, control in CASES:
     pair = []
     for t in (text, control):
-        ws = [tuple([CLS] + w + [SEP]) for w in sliding(ids_of(t))]
+        ws = [tuple([CLS] + w + [SEP]) for w in sliding(ids_of(t), 60)]
         pair.append([uniq.setdefault(w, len(uniq)) for w in ws])
     case_windows.append(pair)
 t0 = time.time(); run_cached = cache_lower([list(w) for w in uniq]); print('run-on windows cached', len(uniq), round(time.time() - t0), 's', flush=True)
