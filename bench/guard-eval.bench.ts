@@ -14,7 +14,7 @@ try {
   const quality = await evaluate(classifier, labelled);
   const thresholds = await classifier.thresholds();
   const { overall } = quality;
-  console.log(`\n${quality.examples} held-out texts; thresholds (chosen by cross-validation on the training set): harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
+  console.log(`\n${quality.examples} held-out texts; thresholds (chosen on the threshold part of the training sets, which the fine-tuning never read): harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
   console.log(`<guard>ALL</guard>: recall ${overall.recall}, false-positive rate ${overall.falsePositiveRate} (look-alikes alone ${quality.lookalikeFalsePositiveRate}), precision ${overall.precision}, F1 ${overall.f1}\n`);
   console.log('| code | texts | recall (<guard>CODE</guard>) | precision |\n|---|---|---|---|');
   for (const code of TEXT_CODES) {

