@@ -32,24 +32,24 @@ describe('the text guard classifier', () => {
     for (const source of measuredOnly) assert.ok(heldout.filter((s) => s === source).length >= 50, `held-out ${source} texts`);
   });
 
-  it('meets the floors on the held-out set under <guard>ALL</guard>: recall ≥ 0.85, false positives ≤ 0.03', async () => {
+  // Issue 23's goals, met since the encoder's top layers are tuned at setup (0.980 / 0.013; README).
+  it('meets the goals on the held-out set under <guard>ALL</guard>: recall ≥ 0.90, false positives ≤ 0.03', async () => {
     const { overall } = await heldOut();
-    assert.ok(overall.recall >= 0.85, `overall recall ${overall.recall}`);
+    assert.ok(overall.recall >= 0.9, `overall recall ${overall.recall}`);
     assert.ok(overall.falsePositiveRate <= 0.03, `false-positive rate ${overall.falsePositiveRate}`);
   });
 
   // Prompts nobody on this team wrote (scripts/install-guard-data.sh), the part no threshold was
-  // chosen on. The recall floor keeps the guard from falling back towards MiniLM's 0.39: MPNet
-  // reached 0.74, and 0.70 since the heads also learn from harmless fragments (README).
-  it('meets the floors on the external held-out part under <guard>ALL</guard>: recall ≥ 0.65, false positives ≤ 0.03', async () => {
+  // chosen on. The recall floor keeps what tuning the encoder brought (0.70 -> 0.925; README).
+  it('meets the floors on the external held-out part under <guard>ALL</guard>: recall ≥ 0.85, false positives ≤ 0.03', async () => {
     const { overall } = await evaluate(classifier, readLabelled(EXTERNAL_HELDOUT).filter((t) => t.kind !== 'long'));
-    assert.ok(overall.recall >= 0.65, `overall recall ${overall.recall}`);
+    assert.ok(overall.recall >= 0.85, `overall recall ${overall.recall}`);
     assert.ok(overall.falsePositiveRate <= 0.03, `false-positive rate ${overall.falsePositiveRate}`);
   });
 
-  it('meets the per-code floor on the held-out set: recall ≥ 0.7 for every code alone', async () => {
+  it('meets the per-code goal on the held-out set: recall ≥ 0.8 for every code alone', async () => {
     const { perCode } = await heldOut();
-    assert.deepEqual(TEXT_CODES.filter((code) => perCode[code].recall < 0.7).map((code) => `${code} ${perCode[code].recall}`), []);
+    assert.deepEqual(TEXT_CODES.filter((code) => perCode[code].recall < 0.8).map((code) => `${code} ${perCode[code].recall}`), []);
   });
 
   let measured: ReturnType<typeof evaluate> | undefined;
