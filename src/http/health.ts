@@ -14,8 +14,12 @@ const PROBE_TIMEOUT_MS = 2000;
  */
 export class Readiness {
   private state: 'starting' | 'ready' | 'draining' = 'starting';
-  /** Each check's last cause of failure, so a cause is logged when it starts, not at every poll. */
-  private readonly causes = new Map<string, string>();
+  /**
+   * The checks failing at the last poll: a cause is logged when its check starts failing, not at
+   * every poll. Not once per new message: one outage words itself differently from poll to poll
+   * (a Redis client says "max retries" and then "reconnecting"), which would log at every poll.
+   */
+  private readonly failing = new Set<string>();
 
   /** `log` gets a failing check's cause, which `/readyz` (no key needed) never shows. */
   constructor(private readonly probes: Record<string, Probe> = {}, private readonly log: Logger = console) {}
@@ -30,16 +34,16 @@ export class Readiness {
 
   /**
    * Each check as `ok` or `failing`, nothing more: a cause names hosts, ports, users and files
-   * (Redis's URL, the keys file's path), so it goes to the log, once per new cause.
+   * (Redis's URL, the keys file's path), so it goes to the log, once each time a check starts failing.
    */
   async report(): Promise<{ ready: boolean; status: string; checks: Record<string, 'ok' | 'failing'> }> {
     const checks: Record<string, 'ok' | 'failing'> = {};
     await Promise.all(Object.entries(this.probes).map(async ([name, probe]) => {
       const cause = await withTimeout(probe()).then(() => undefined, (err: unknown) => (err instanceof Error ? err.message : String(err)));
       checks[name] = cause === undefined ? 'ok' : 'failing';
-      if (cause !== undefined && this.causes.get(name) !== cause) this.log.warn(`readiness check ${name} failing: ${cause}`);
-      if (cause === undefined) this.causes.delete(name);
-      else this.causes.set(name, cause);
+      if (cause !== undefined && !this.failing.has(name)) this.log.warn(`readiness check ${name} failing: ${cause}`);
+      if (cause === undefined) this.failing.delete(name);
+      else this.failing.add(name);
     }));
     const failing = Object.values(checks).some((c) => c !== 'ok');
     const status = this.state !== 'ready' ? this.state : failing ? 'unready' : 'ready';

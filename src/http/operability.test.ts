@@ -192,6 +192,26 @@ describe('GET /readyz needs no key, so it says nothing of the store but ok or fa
   });
 });
 
+describe('Readiness logs a failing check', () => {
+  // The Redis client words one outage differently from poll to poll; the CI run of 27 November saw
+  // "max retries per request" and then "connection reconnecting", and logged the outage twice.
+  it('once when it starts failing, whatever its message at each poll, and again after it recovers', async () => {
+    const warned: string[] = [];
+    let poll = 0;
+    let down = true;
+    const readiness = new Readiness({ store: async () => { poll += 1; if (down) throw new Error(`down, attempt ${poll}`); } },
+      { warn: (...args: unknown[]) => void warned.push(args.join(' ')), error: () => {} });
+    readiness.started();
+    for (let i = 0; i < 3; i++) assert.equal((await readiness.report()).checks.store, 'failing');
+    assert.deepEqual(warned, ['readiness check store failing: down, attempt 1']);
+    down = false;
+    assert.equal((await readiness.report()).checks.store, 'ok');
+    down = true;
+    await readiness.report();
+    assert.deepEqual(warned, ['readiness check store failing: down, attempt 1', 'readiness check store failing: down, attempt 5']);
+  });
+});
+
 describe('CORS', () => {
   let open: TestServer;
   let closed: TestServer;
