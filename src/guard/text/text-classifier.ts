@@ -33,8 +33,9 @@ export interface TextClassifierOptions extends QueueLimits {
 }
 
 /**
- * The text guard's classifier: an MPNet sentence encoder and one logistic-regression head per
- * code, in a Python worker (guard_worker.py) started once and fed batches of texts.
+ * The text guard's classifier: an MPNet sentence encoder (its top layers fine-tuned at setup) and
+ * a small network with a head per code (heads.py), in a Python worker (guard_worker.py) started
+ * once and fed batches of texts.
  */
 export class TextClassifier {
   private readonly worker: LineWorker<{ texts: string[]; scope?: string }, { scores: number[][][]; read: number }>;
