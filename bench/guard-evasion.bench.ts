@@ -2,8 +2,8 @@
 // requests hidden in harmless held-out text of random length it catches, and how many of the same
 // texts without the request (the controls) it flags. A measurement, not a test: with today's
 // classifier long harmless texts are flagged too often for any form to pass a 95% bar. Also the
-// classifier's own latency per text (median of sequential calls, the worker warm), for a short
-// and a long text. Writes bench/results/guard-evasion.json.
+// classifier's own latency per text (median of sequential calls, the worker warm, a new text each
+// call), for a short and a long text. Writes bench/results/guard-evasion.json.
 //   BENCH_CASES (40) per form; BENCH_FORMS (all) a comma-separated list of forms.
 //   BENCH_SET=tuning draws the requests and the filler from the training set instead, and writes
 //   bench/results/guard-evasion-tuning.json: how the spans a text is read by were chosen, so the
@@ -55,13 +55,22 @@ try {
     forms.push({ form, caught, controlsFlagged, cases: CASES });
   }
 
-  const sentence = 'The committee reviewed the budget, the library hours and the parking plan for next spring. ';
-  const inputs = { '50 tokens': `${sentence.repeat(2)}Summarise.`, '1,000 tokens': `${sentence.repeat(50)}Summarise.` };
+  // Each call reads a new text of distinct sentences (harmless held-out texts in a seeded order):
+  // the worker reads a window repeated within a text once, so one sentence repeated to 1,000
+  // tokens cost what one sentence costs.
+  const draw = seededRandom(99);
+  const newText = (words: number) => {
+    const out: string[] = [];
+    while (out.length < words) out.push(...filler[Math.floor(draw() * filler.length)]!.split(/\s+/));
+    return out.slice(0, words).join(' ');
+  };
+  const inputs = { '50 tokens': 38, '1,000 tokens': 750 }; // MPNet reads about 1.3 tokens a word
   const latency: { input: string; medianMs: number }[] = [];
-  for (const [input, text] of Object.entries(inputs)) {
-    await classifier.score([text]); // warm
+  for (const [input, words] of Object.entries(inputs)) {
+    await classifier.score([newText(words)]); // warm
     const times: number[] = [];
     for (let i = 0; i < LATENCY_CALLS; i++) {
+      const text = newText(words);
       const start = performance.now();
       await classifier.score([text]);
       times.push(performance.now() - start);
