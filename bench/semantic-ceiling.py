@@ -9,7 +9,11 @@ threshold set where 2% of those sets' near misses pass (δ = 0.02); it is then r
 never saw. Also each single score with its threshold chosen the same way, and "the set's own
 threshold" (chosen on the test set itself: a ceiling no judge can know).
 
-  .venv-guard/bin/python bench/semantic-ceiling.py PAIRS.json OUT.json
+With SCORES.json (bench/semantic-cross-encoder.py's output), the cross-encoder's score is read
+alone and as one more feature. It was trained on two thirds of the tuning parts, so wherever it
+counts, the tuning parts stand for their calibration third alone (the pairs it never saw).
+
+  .venv-guard/bin/python bench/semantic-ceiling.py PAIRS.json OUT.json [SCORES.json]
 """
 import json
 import sys
@@ -50,6 +54,10 @@ def features(p):
 X = np.array([features(p) for p in pairs], dtype=float)
 y = np.array([p["paraphrase"] for p in pairs], dtype=float)
 sets = np.array([p["set"] for p in pairs])
+crossed = json.loads(Path(sys.argv[3]).read_text()) if len(sys.argv) > 3 else None
+if crossed:
+    cross = np.array([c["score"] for c in crossed])
+    never_trained = np.array([c["calibration"] or p["set"] != "tuning" for p, c in zip(pairs, crossed)])
 SETS = ["tuning"] + sorted({s for s in sets if s != "tuning"}, reverse=True)
 
 
@@ -91,8 +99,13 @@ for test in SETS[1:]:
             "MPNet cosine alone": read(X[:, 1], train, k),
             "logistic judge on every feature": read(fit(X[train], y[train])(X), train, k),
         }
+        if crossed:
+            seen = train & never_trained
+            with_cross = np.c_[X, cross]
+            rows[name]["the cross-encoder alone"] = read(cross, seen, k)
+            rows[name]["logistic judge on every feature and the cross-encoder"] = read(fit(with_cross[seen], y[seen])(with_cross), seen, k)
 result = {"delta": DELTA, "pairs": {s: {"paraphrase": int(np.sum((sets == s) & (y == 1))), "nearMiss": int(np.sum((sets == s) & (y == 0)))} for s in SETS},
-          "features": NAMES, "rows": rows}
+          "features": NAMES + (["cross-encoder"] if crossed else []), "rows": rows}
 Path(sys.argv[2]).write_text(json.dumps(result, indent=2) + "\n")
 for name, judges in rows.items():
     print(name)
