@@ -15,7 +15,9 @@ OUT_DIR/embeddings.npz  what runs before and around the graph, in numpy (mpnet.p
 
 The packages that carry the weights ship no graph, and no runtime here reads safetensors, so the
 graph is written once at setup, node by node, from the architecture in the model's config.json
-(hidden 768, 12 heads of 64, 12 layers, feed-forward 3072, layer-norm epsilon 1e-5).
+(hidden 768, 12 heads of 64, 12 layers, feed-forward 3072, layer-norm epsilon 1e-5). layers_graph
+takes another width, depth and epsilon: the semantic cache's judge (MiniLM, 384 wide, 6 layers)
+is written by it too, its weights named as MPNet's.
 """
 import json
 import struct
@@ -71,21 +73,24 @@ def quantised_product(g, x, w, name):
     return g.op("Mul", [scaled, g.const(f"{name}.w_scale", w_scale.astype(np.float32))], f"{name}.product")
 
 
-def layers_graph(weights):
-    """hidden (B, T, 768) and bias (B, 12, T, T: relative positions and padding) -> last (B, T, 768)."""
+def layers_graph(weights, hidden_size=HIDDEN, epsilon=EPSILON):
+    """hidden (B, T, W) and bias (B, 12, T, T: relative positions and padding) -> last (B, T, W), W =
+    hidden_size; as many layers as the weights hold."""
+    layers = len({name.split(".")[2] for name in weights if name.startswith("encoder.layer.")})
+    head_size = hidden_size // HEADS
     g = Graph()
     g.const("tiny", np.float32(1e-6))
     g.const("int8_max", np.float32(127.0))
     g.const("uint8_zero", np.float32(128.0))
     g.const("uint8_zero_point", np.uint8(128))
-    g.const("heads_shape", np.array([0, 0, HEADS, HEAD_SIZE], np.int64))
-    g.const("model_shape", np.array([0, 0, HIDDEN], np.int64))
-    g.const("scale", np.float32(HEAD_SIZE ** -0.5))
+    g.const("heads_shape", np.array([0, 0, HEADS, head_size], np.int64))
+    g.const("model_shape", np.array([0, 0, hidden_size], np.int64))
+    g.const("scale", np.float32(head_size ** -0.5))
     g.const("half", np.float32(0.5))
     g.const("one", np.float32(1.0))
     g.const("inv_sqrt2", np.float32(2 ** -0.5))
     hidden = "hidden"
-    for layer in range(LAYERS):
+    for layer in range(layers):
         source, at = f"encoder.layer.{layer}.", f"layer{layer}."
 
         def linear(x, weight, out):
@@ -99,7 +104,7 @@ def layers_graph(weights):
         def norm(x, weight, out):
             scale = g.const(f"{at}{out}.scale", weights[f"{source}{weight}.weight"])
             shift = g.const(f"{at}{out}.shift", weights[f"{source}{weight}.bias"])
-            return g.op("LayerNormalization", [x, scale, shift], f"{at}{out}", axis=-1, epsilon=EPSILON)
+            return g.op("LayerNormalization", [x, scale, shift], f"{at}{out}", axis=-1, epsilon=epsilon)
 
         q, k, v = heads("q", [0, 2, 1, 3]), heads("k", [0, 2, 3, 1]), heads("v", [0, 2, 1, 3])
         scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k], f"{at}qk"), "scale"], f"{at}qk.scaled"), "bias"], f"{at}scores")
@@ -113,9 +118,9 @@ def layers_graph(weights):
     g.nodes.append(helper.make_node("Identity", [hidden], ["last"], name="last"))
     graph = helper.make_graph(
         g.nodes, "mpnet_layers",
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "T", HIDDEN]),
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "T", hidden_size]),
          helper.make_tensor_value_info("bias", TensorProto.FLOAT, ["B", HEADS, "T", "T"])],
-        [helper.make_tensor_value_info("last", TensorProto.FLOAT, ["B", "T", HIDDEN])], g.initializers)
+        [helper.make_tensor_value_info("last", TensorProto.FLOAT, ["B", "T", hidden_size])], g.initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
