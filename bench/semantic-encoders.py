@@ -15,7 +15,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src" / "guard" / "text"))
-from guard_worker import CLS, SEP, MiniLm  # noqa: E402
+from minilm import MiniLm  # noqa: E402
 from mpnet import MpNet  # noqa: E402
 
 groups, pairs = [], []
@@ -29,10 +29,10 @@ for name in ["semantic-cache.txt", "semantic-cache-tuning-2.txt"]:
 texts = sorted({t for g in groups for t in g} | {t for p in pairs for t in p})
 at = {t: i for i, t in enumerate(texts)}
 
-minilm = MiniLm()
+minilm = MiniLm(2)
 mpnet = MpNet(ROOT / ".cache" / "guard" / "mpnet", 2)
 encoders = {
-    "MiniLM": minilm.embed([[CLS] + minilm.tokenizer.encode(t).ids[1:-1][:254] + [SEP] for t in texts]),
+    "MiniLM": minilm.read_questions(texts)[0],
     "MPNet": mpnet.embed([[mpnet.cls] + mpnet.ids(t)[:254] + [mpnet.sep] for t in texts]),
 }
 for name, vectors in encoders.items():

