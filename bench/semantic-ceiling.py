@@ -9,8 +9,9 @@ threshold set where 2% of those sets' near misses pass (δ = 0.02); it is then r
 never saw. Also each single score with its threshold chosen the same way, and "the set's own
 threshold" (chosen on the test set itself: a ceiling no judge can know).
 
-With JUDGE_DIR (the judge the cache serves with, pair_judge.py), its cross-encoder's score is read
-alone and as one more feature, and the served judge as it is (its combination fitted at setup).
+With JUDGE_DIR (pair_judge.py's judge, built by scripts/install-semantic-judge.sh), its
+cross-encoder's score is read alone and as one more feature, and the judge as it was served on 28
+November (its own combination).
 The cross-encoder was trained on two thirds of the tuning parts, so wherever it counts, the tuning
 parts stand for their calibration third alone (the pairs it never saw).
 
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src" / "guard" / "text"))
 from minilm import MiniLm  # noqa: E402
 from mpnet import MpNet  # noqa: E402
-from pair_judge import THREADS, PairJudge, fit as fit_combination  # noqa: E402
+from pair_judge import THREADS, PairJudge, combined_logit, fit as fit_combination  # noqa: E402
 from train_pair_judge import calibration  # noqa: E402
 
 DELTA = 0.02
@@ -61,8 +62,7 @@ judge = PairJudge(sys.argv[3], minilm.read_questions, THREADS) if len(sys.argv) 
 if judge:
     judged = judge.features([(p["a"], p["b"]) for p in pairs])
     cross = judged[:, -1]
-    c = judge.combination
-    served = ((judged - c["mean"]) / c["sd"]) @ c["weights"] + c["intercept"]
+    served = combined_logit(judge.combination, judged)
     never_trained = np.array([calibration(p) or p["set"] != "tuning" for p in pairs])
 SETS = ["tuning"] + sorted({s for s in sets if s != "tuning"}, reverse=True)
 
@@ -70,7 +70,7 @@ SETS = ["tuning"] + sorted({s for s in sets if s != "tuning"}, reverse=True)
 def fit(X, y):
     """The logistic judge (pair_judge.fit: ridge 1, standardised features); returns the scoring function."""
     c = fit_combination(X, y)
-    return lambda X2: ((X2 - c["mean"]) / c["sd"]) @ c["weights"] + c["intercept"]
+    return lambda X2: combined_logit(c, X2)
 
 
 def threshold(near_miss_scores):

@@ -20,7 +20,8 @@ node --import tsx scripts/semantic-judge-pairs.ts > "$work/pairs.json"
 inputs=("$work/pairs.json" bench/data/semantic-cache*.txt src/guard/text/requirements.txt
         src/guard/text/{train_pair_judge,build_encoder,finetune,heads,mpnet,tuning_data}.py
         "$from/minilm/model.safetensors" "$from/minilm/tokenizer.json" "$from"/semanticmemo/data/training/pairs_v2.*.jsonl)
-key=$(sha256sum "${inputs[@]}" | sha256sum | cut -c1-32)
+# The contents only: the pairs file lives in a fresh temporary folder, whose name would change the key.
+key=$(sha256sum "${inputs[@]}" | cut -d" " -f1 | sha256sum | cut -c1-32)
 cache="${SERVICE_BUILD_CACHE:-$HOME/.cache/chat-completion-service}/semantic-judge-$key"
 mkdir -p "$work/judge"
 if [ -s "$cache/judge.onnx" ] && [ -s "$cache/judge.npz" ]; then

@@ -76,11 +76,9 @@ class PairJudge:
         logits = np.tanh(last[:, 0] @ t["h1"] + t["h1b"]) @ t["h2"] + t["h2b"]
         return (logits[:len(pairs)] + logits[len(pairs):]) / 2
 
-    def features(self, pairs, encoder=True):
-        """Per pair, FEATURES; with encoder=False the encoder's are left at 0 (not read)."""
+    def features(self, pairs):
+        """Per pair, FEATURES."""
         cross = self.cross_logits(pairs)
-        if not encoder:
-            return np.c_[np.zeros((len(pairs), len(FEATURES) - 1)), cross]
         texts = sorted({t for pair in pairs for t in pair})
         vectors, pieces = self.read_questions(texts)
         at = {t: i for i, t in enumerate(texts)}
@@ -90,15 +88,10 @@ class PairJudge:
             rows.append([float(vectors[i] @ vectors[j]), *alignment(pieces[i], pieces[j]), float(c)])
         return np.array(rows, dtype=float).reshape(len(pairs), len(FEATURES))
 
-    def scores(self, text, others):
-        """The probability that `text` wants the same answer as each of `others`."""
-        if not others:
-            return []
-        c = self.combination
-        # The encoder's features are read only if the combination weighs them (as fitted, it may not).
-        X = self.features([(text, o) for o in others], encoder=any(c["weights"][:-1]))
-        z = ((X - c["mean"]) / c["sd"]) @ c["weights"] + c["intercept"]
-        return (1 / (1 + np.exp(-z))).tolist()
+
+def combined_logit(combination, X):
+    """The logistic judge's logit of each row of features, as fit() or fit_monotone() fitted it."""
+    return ((X - combination["mean"]) / combination["sd"]) @ combination["weights"] + combination["intercept"]
 
 
 def fit_monotone(X, y):
