@@ -6,8 +6,11 @@
 //   writingbench: WritingBench's writing tasks with their materials pasted in;
 //   npm: a chunk of an npm package's README (prose, code, tables, licence notices), never trained on;
 //   licence: a chunk of a licence text of Debian's /usr/share/common-licenses;
-//   python: a chunk of a module of Python's standard library.
-// BENCH_SOURCES (writingbench,npm,licence,python) names the sources to run. Writes bench/results/guard-long.json.
+//   python: a chunk of a module of Python's standard library;
+//   pypi, debian-doc: chunks of the descriptions of the Python packages the guard's environment
+//     installs, and of the READMEs under /usr/share/doc (first read 28 November, after the rule for
+//     text dense with symbols was fixed).
+// BENCH_SOURCES (writingbench,npm,licence,python,pypi,debian-doc) names the sources to run. Writes bench/results/guard-long.json.
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
@@ -15,7 +18,7 @@ import { readLabelled, sourceFamily } from '../src/guard/text/evaluate.ts';
 import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
 import { projectFile } from '../src/project-files.ts';
 
-const SOURCES = (process.env.BENCH_SOURCES ?? 'writingbench,npm,licence,python').split(',');
+const SOURCES = (process.env.BENCH_SOURCES ?? 'writingbench,npm,licence,python,pypi,debian-doc').split(',');
 const long = readLabelled(projectFile('.cache/guard-data/heldout.jsonl')).filter((t) => t.kind === 'long');
 
 const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 3_600_000 });

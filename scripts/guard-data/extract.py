@@ -12,6 +12,7 @@ medical advice, a chatbot asked about its feelings...) is left out rather than g
 not what the guard blocks, and labelling them either way would measure our guess.
 """
 import csv
+import gzip
 import hashlib
 import io
 import json
@@ -128,7 +129,7 @@ def writingbench(wheels):
 README_WORDS = 300  # words a README chunk holds at most, paragraph-aligned
 # Sources nothing is ever fitted on: their held-out half measures whether what the heads learn
 # from the other long texts carries over to another kind; their calibration half is not written.
-MEASURED_ONLY = ("npm/", "licence/", "python/")
+MEASURED_ONLY = ("npm/", "licence/", "python/", "pypi/", "debian-doc/")
 
 
 def chunks_of(text):
@@ -168,6 +169,8 @@ def npm_readmes(node_modules):
 
 
 LICENCES = Path("/usr/share/common-licenses")  # Debian's base-files: the licences' full texts
+SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"  # the guard's venv runs this
+DOCS = Path("/usr/share/doc")  # READMEs of the Debian packages installed
 PYTHON_LIBRARY = Path(f"/usr/lib/python{sys.version_info.major}.{sys.version_info.minor}")  # Debian's libpython3.11-stdlib
 
 
@@ -190,6 +193,22 @@ def licences_and_code():
     return rows
 
 
+def descriptions_and_docs(site_packages=SITE_PACKAGES, docs=DOCS):
+    """Technical text added on 28 November, read first after the guard's symbol rule was fixed on
+    the calibration half of the three kinds above: every chunk of the description of each Python
+    package the guard's environment installs (pinned by its requirements) (METADATA's body: a README, under the package's
+    licence) and of each README under /usr/share/doc (Debian's packages, under theirs)."""
+    rows = []
+    for meta in sorted(Path(site_packages).glob("*.dist-info/METADATA")):
+        body = meta.read_text(encoding="utf-8", errors="replace").partition("\n\n")[2]
+        rows += [{"text": c, "codes": [], "kind": "long", "source": f"pypi/{meta.parent.name}/{i}"} for i, c in enumerate(chunks_of(body))]
+    for readme in sorted(p for p in Path(docs).glob("*/README*") if p.is_file()):
+        raw = gzip.open(readme).read() if readme.suffix == ".gz" else readme.read_bytes()
+        rows += [{"text": c, "codes": [], "kind": "long", "source": f"debian-doc/{readme.parent.name}/{readme.name}/{i}"}
+                 for i, c in enumerate(chunks_of(raw.decode("utf-8", "replace")))]
+    return rows
+
+
 def key(text):
     """What makes two texts the same: case, spacing and Unicode form ignored."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().lower()
@@ -204,7 +223,7 @@ def part(text):
 def main(wheels, node_modules, out):
     rows, seen = [], {}
     from_wheels = [donotanswer(wheels), harmbench(wheels), advbench(wheels), freshqa(wheels), guardmeter(wheels), writingbench(wheels)]
-    for source in [*from_wheels, npm_readmes(node_modules), licences_and_code()]:
+    for source in [*from_wheels, npm_readmes(node_modules), licences_and_code(), descriptions_and_docs()]:
         for row in source:
             k = key(row["text"])
             if k in seen:  # the same text twice (FreshQA's two versions, HarmBench within AdvBench...)
