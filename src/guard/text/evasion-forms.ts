@@ -17,8 +17,8 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-export type EvasionForm = 'run-on' | 'split-lines' | 'spaced' | 'homoglyphs' | 'clipped';
-export const EVASION_FORMS: readonly EvasionForm[] = ['run-on', 'split-lines', 'spaced', 'homoglyphs', 'clipped'];
+export type EvasionForm = 'run-on' | 'split-lines' | 'spaced' | 'homoglyphs' | 'clipped' | 'symbols';
+export const EVASION_FORMS: readonly EvasionForm[] = ['run-on', 'split-lines', 'spaced', 'homoglyphs', 'clipped', 'symbols'];
 
 const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 const stripStops = (text: string) => text.replace(/[.!?]+(\s|$)/g, '$1').trim();
@@ -80,6 +80,10 @@ const clipped = (random: () => number, text: string) => {
   return `${sentences.join('. ')}${/[?!]$/.test(text.trim()) ? text.trim().slice(-1) : '.'}`;
 };
 
+/** Each word wrapped in code punctuation drawn at random ("`how` (to); [make], ..."), so that symbols outnumber words. */
+const WRAPS: readonly ((word: string) => string)[] = [(w) => `\`${w}\``, (w) => `(${w});`, (w) => `[${w}],`, (w) => `"${w}",`, (w) => `${w}();`, (w) => `{${w}}`];
+const wrapped = (random: () => number, text: string) => words(text).map((w) => pick(random, WRAPS)(w)).join(' ');
+
 /** The request hidden in `form`, among harmless filler of random length up to `maxWords` words. */
 export function hide(form: EvasionForm, request: string, filler: readonly string[], random: () => number, maxWords: number): string {
   const { before, after } = surround(random, filler, maxWords);
@@ -98,5 +102,7 @@ export function hide(form: EvasionForm, request: string, filler: readonly string
     case 'clipped':
       // Sentences too short to be read alone, each a few words of the request.
       return [...before, clipped(random, request), ...after].join(' ');
+    case 'symbols':
+      return [...before, wrapped(random, request), ...after].join(' ');
   }
 }

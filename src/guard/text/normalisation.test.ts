@@ -11,8 +11,8 @@ const TEXTS = 8; // of each kind: a few, so the file stays fast
 
 // Issue 23: what holds of the evasion forms today (bench/guard-evasion.bench.ts measures the rest,
 // hiding in long text, which does not hold yet for every form). The worker normalises a text before judging it,
-// so a request spaced out letter by letter or written with look-alike letters, zero-width
-// characters and fullwidth forms gets the verdict of its plain form: flagged when the plain form
+// so a request spaced out letter by letter, written with look-alike letters, zero-width
+// characters and fullwidth forms, or with its words wrapped in symbols gets the verdict of its plain form: flagged when the plain form
 // is, passed when the plain form is.
 describe('the text guard reads a disguised text as its plain form', () => {
   const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 600_000 });
@@ -46,7 +46,9 @@ describe('the text guard reads a disguised text as its plain form', () => {
     });
   }
 
-  for (const form of ['spaced', 'homoglyphs'] as EvasionForm[]) {
+  // A text whose words are wrapped in code punctuation is read by its words alone (guard_worker.py,
+  // words_of): before, a third of such requests passed.
+  for (const form of ['spaced', 'homoglyphs', 'symbols'] as EvasionForm[]) {
     it(`gives ${form} texts the verdict of their plain form`, async () => {
       const disguised = texts.map((text, i) => hide(form, text, [], seededRandom(i), 0));
       assert.ok(disguised.every((d, i) => d !== texts[i]), 'every text is disguised');
