@@ -15,7 +15,7 @@
 // was never run before this round's design was fixed; set 3 (semanticmemo's and waggle-cache's
 // hand-written pairs) and set 2 (fow-cache's question pairs) were run in earlier rounds, so their
 // figures were seen (set 3's prompted a change of the pool's prior); set 5 was first run on 27
-// November and set 6 on 28 November, each last, so the others' figures stay comparable. Also: the
+// November, set 6 on 28 November and set 7 on 29 November, each last, so the others' figures stay comparable. Also: the
 // added latency of a miss (p50), the verified server against the exact one on the same unseen
 // prompts. Writes bench/results/semantic-cache.json.
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -10,8 +10,9 @@
 // scripts/install-semantic-judge.sh (src/guard/text/train_pair_judge.py and pair_judge.py; about
 // 20 minutes on two cores, kept in the build cache by the SHA-256 of every input of its training,
 // so a rerun copies it): its cross-encoder's score alone and as one more feature of the logistic
-// judge, and its own combination as fitted there. It was built into the cache on 28 November and
-// taken out again (README, "The semantic layer").
+// judge, its own combination as fitted there, and a judge within a miss's budget (no MPNet, the
+// cross-encoder on one order) with its cost beside the embedding's. It was built into the cache on
+// 28 November and taken out again (README, "The semantic layer").
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -58,9 +58,12 @@ class PairJudge:
         combination = judge_dir / "combination.json"
         self.combination = json.loads(combination.read_text()) if combination.exists() else None
 
-    def cross_logits(self, pairs):
-        """Per (a, b): the cross-encoder's logit, the mean of both orders, in one batch."""
-        encoded = [self.tokenizer.encode(a, b) for a, b in pairs] + [self.tokenizer.encode(b, a) for a, b in pairs]
+    def cross_logits(self, pairs, both_orders=True):
+        """Per (a, b): the cross-encoder's logit, the mean of both orders, in one batch; or of
+        (a, b) alone, half the cost."""
+        encoded = [self.tokenizer.encode(a, b) for a, b in pairs]
+        if both_orders:
+            encoded += [self.tokenizer.encode(b, a) for a, b in pairs]
         if not encoded:
             return np.zeros(0)
         width = max(len(e.ids) for e in encoded)
@@ -74,7 +77,7 @@ class PairJudge:
         bias = np.broadcast_to(((mask[:, None, None, :] - 1.0) * 1e9).astype(np.float32), (len(encoded), 12, width, width))
         last = self.session.run(None, {"hidden": x, "bias": np.ascontiguousarray(bias)})[0]
         logits = np.tanh(last[:, 0] @ t["h1"] + t["h1b"]) @ t["h2"] + t["h2b"]
-        return (logits[:len(pairs)] + logits[len(pairs):]) / 2
+        return (logits[:len(pairs)] + logits[len(pairs):]) / 2 if both_orders else logits
 
     def features(self, pairs):
         """Per pair, FEATURES."""
