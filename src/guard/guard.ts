@@ -4,18 +4,9 @@ import { LineWorkerError } from '../workers/line-worker.ts';
 import { ALL_CODES, type GuardCode, type ImageCode, isImageCode, isTextCode, type TextCode } from './codes.ts';
 import type { ImageScorer } from './image/image-classifier.ts';
 import { matchedImageCodes } from './image/image-codes.ts';
+import type { Requester } from './requester.ts';
 import type { Region } from './image/image-model.ts';
 import { matchedTextCodes, type TextScores, type Thresholds } from './text/text-classifier.ts';
-
-/**
- * Whom a check is for: the API key, counted in the classifier's queue share and the scope it may
- * remember what it read in (never shared between keys); a zero-data-retention request leaves
- * nothing behind.
- */
-export interface Requester {
-  keyId: string;
-  zdr: boolean;
-}
 
 /** What the guard needs of a text classifier (the real one, or a scripted one in tests). */
 export interface TextScorer {

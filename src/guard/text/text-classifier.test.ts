@@ -4,7 +4,7 @@ import { loadConfig } from '../../config.ts';
 import { projectFile } from '../../project-files.ts';
 import { TEXT_CODES } from '../codes.ts';
 import { evaluate, readLabelled, sourceFamily } from './evaluate.ts';
-import type { Requester } from '../guard.ts';
+import type { Requester } from '../requester.ts';
 import { matchedTextCodes, TextClassifier } from './text-classifier.ts';
 
 const DATASET = new URL('../dataset/', import.meta.url).pathname;

@@ -1,6 +1,6 @@
 import { projectFile } from '../../project-files.ts';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
-import type { Requester } from '../guard.ts';
+import type { Requester } from '../requester.ts';
 import type { QueueLimits } from '../../workers/job-queue.ts';
 import { LineWorker } from '../../workers/line-worker.ts';
 

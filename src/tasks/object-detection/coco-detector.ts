@@ -1,12 +1,6 @@
 import type { WorkerLimits } from '../../workers/isolated-worker.ts';
 import { IsolatedWorker } from '../../workers/isolated-worker.ts';
-import type { detectObjects, loadDetector } from './coco-model.ts';
-
-export interface DetectedObject {
-  label: string;
-  score: number;
-  bbox: { x: number; y: number; width: number; height: number };
-}
+import type { DetectedObject, detectObjects, loadDetector } from './coco-model.ts';
 
 type DetectorJobs = { detect: typeof detectObjects; warm: typeof loadDetector };
 

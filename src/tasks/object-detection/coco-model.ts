@@ -3,9 +3,14 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
-import type { DetectedObject } from './coco-detector.ts';
 
 const require = createRequire(import.meta.url);
+
+export interface DetectedObject {
+  label: string;
+  score: number;
+  bbox: { x: number; y: number; width: number; height: number };
+}
 
 /** CenterNet reads 512×512: a larger picture only costs memory, so it is shrunk to this first. */
 const MAX_SIDE = 1024;
