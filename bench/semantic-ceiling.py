@@ -20,6 +20,7 @@ parts stand for their calibration third alone (the pairs it never saw).
 """
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -64,7 +65,7 @@ if judge:
     judged = judge.features([(p["a"], p["b"]) for p in pairs])
     cross = judged[:, -1]
     # What a miss could afford (a cache's 10 ms): no MPNet, the cross-encoder on one order, the
-    # prompt first as the cache would read it.
+    # pair as listed (the earlier phrasing first; it was trained on both orders).
     cheap = np.c_[np.delete(X, NAMES.index("mpnet cosine"), axis=1), judge.cross_logits([(p["a"], p["b"]) for p in pairs], both_orders=False)]
     served = combined_logit(judge.combination, judged)
     never_trained = np.array([calibration(p) or p["set"] != "tuning" for p in pairs])
@@ -117,7 +118,6 @@ def timing(calls=40):
     """What the budget judge adds to a miss, beside what a miss already pays: per call, the
     median time of the cache's embedding of one question, and of the cross-encoder on one pair in
     one order (sequential calls, each a pair of the sets in a seeded draw)."""
-    import time
     draw = np.random.default_rng(29)
     chosen = [pairs[i] for i in draw.choice(len(pairs), calls, replace=False)]
     medians = {}
