@@ -7,9 +7,11 @@
 #   inspect_evals 0.26.0 (MIT): FreshQA questions (Apache-2.0), harmless; WritingBench's English
 #     writing requests with their materials (the benchmark's repository names no licence), long harmless texts
 #   guardmeter 0.14.2 (MIT, its data CC-BY-4.0): unsafe, harmless and borderline rows
-# and technical text: a chunk of each README of the npm packages in node_modules (package-lock.json,
-# measured only), the licence texts of Debian's /usr/share/common-licenses and a chunk of each module
-# of Python's standard library (both from what Debian installs).
+# and technical text: a chunk of each README of the npm packages in node_modules (package-lock.json),
+# the licence texts of Debian's /usr/share/common-licenses and a chunk of each module of Python's
+# standard library (both from what Debian installs), the descriptions of the guard's Python packages
+# and the READMEs under /usr/share/doc; the calibration half of the npm and Python chunks into
+# technical.jsonl, for the heads' fit alone (the others are measured only).
 # The split between the two files is fixed by a hash of each text (scripts/guard-data/extract.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
 import { matchedTextCodes, type TextClassifier } from './text-classifier.ts';
 
-/** A labelled text: its codes ([] when safe) and its kind (harmful, lookalike, benign; long: a harmless request with its materials, read span by span). */
+/** A labelled text: its codes ([] when safe) and its kind (harmful, lookalike, benign; long: a harmless request with its materials, read span by span; technical: a README or code chunk the heads learn). */
 export interface LabelledText {
   text: string;
   codes: TextCode[];
-  kind: 'harmful' | 'lookalike' | 'benign' | 'long';
+  kind: 'harmful' | 'lookalike' | 'benign' | 'long' | 'technical';
   /** Where an external text comes from ("npm/express", "writingbench/Law"); the team's sets name none. */
   source?: string;
 }
