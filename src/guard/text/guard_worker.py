@@ -1,6 +1,9 @@
 """The text guard: sentence embeddings and a small network with one head per safety code.
 
-  guard_worker.py train HEADS_JSON JSONL...      fits the heads on the labelled sets, writes them
+  guard_worker.py train HEADS_JSON JSONL... [--heads-only JSONL...]
+                                                 fits the heads on the labelled sets (those after
+                                                 --heads-only: never read by the fine-tuning),
+                                                 writes them
   guard_worker.py serve HEADS_JSON               one JSON request per line on stdin, one answer per
                                                  line on stdout: {"texts": [...], "scope": KEY?}
                                                  -> {"scores": per text, per span [harmful, S1,
@@ -126,8 +129,12 @@ def sliding(ids, size):
     return [ids[start:start + size] for start in starts]
 
 
-SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fragment": "flagged_fragments", "long": "flagged_long"}
-LONG_SPANS = 16  # spans of each long text fitted on (a seeded draw): all of them would outnumber the short texts' rows
+SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fragment": "flagged_fragments", "long": "flagged_long",
+              "technical": "flagged_technical"}
+# Spans of each text read span by span that are fitted on (a seeded draw): all of them would
+# outnumber the short texts' rows. "long": a writing request with its materials; "technical": a
+# chunk of a README or of code (scripts/guard-data/extract.py FITTED_BY_HEADS), many more texts.
+FITTED_SPANS = {"long": 16, "technical": 4}
 
 
 def choose_thresholds(x, rows, fold, text_of, fitted):
@@ -182,28 +189,31 @@ def fragments(row):
     return [{"text": part, "codes": [], "kind": "fragment"} for part in parts]
 
 
-def train(heads_path, paths):
-    """Fits the heads on the labelled sets, their harmless texts' fragments and run-on windows
-    (tuning_data.py), and chooses the thresholds on the threshold part: the heads fitted on the
+def train(heads_path, paths, heads_only=()):
+    """Fits the heads on the labelled sets (`paths`, the sets the encoder was fine-tuned on, and
+    `heads_only`, sets only the heads learn), their harmless texts' fragments and the run-on
+    windows of the fine-tuning (tuning_data.py, from `paths` alone), and chooses the thresholds on the threshold part: the heads fitted on the
     rest, as the encoder was fine-tuned on the rest (finetune.py), and judged there. A fragment
     goes with its text, so no text is on both sides. A long text (kind "long": a harmless request
-    with its materials) is read span by span, as when serving: up to LONG_SPANS of its spans (a
+    with its materials; "technical") is read span by span, as when serving: FITTED_SPANS of its spans (a
     seeded draw) are fitted on, and in the threshold part it is judged by all of its spans.
     Judged by the drawn spans alone, a long text looked half as likely to be flagged as when it
     is served, every span read: 2.2% of them out of fold, where 6% of the held-out WritingBench
     texts were blocked (README, "The heads")."""
-    rows = [json.loads(line) for path in paths for line in open(path, encoding="utf-8") if line.strip()]
+    read = lambda files: [json.loads(line) for path in files for line in open(path, encoding="utf-8") if line.strip()]  # noqa: E731
+    tuned_rows = read(paths)
+    rows = tuned_rows + read(heads_only)
     encoder = Encoder(heads_path)
     draw, text_ids = np.random.default_rng(11), itertools.count()
     spans, span_rows, span_fold, text_of, fitted = [], [], [], [], []
     # (window, row, text it belongs to, fitted on?, judged?)
     parts = [([encoder.model.cls] + ids + [encoder.model.sep], row, next(text_ids), True, False)
-             for ids, row in run_on_windows(rows, encoder.model.ids, WINDOW - 2)]
+             for ids, row in run_on_windows(tuned_rows, encoder.model.ids, WINDOW - 2)]
     for row in rows:
         judged = in_threshold_part(row["text"])
-        if row["kind"] == "long":
+        if row["kind"] in FITTED_SPANS:
             windows, text = encoder.windows(row["text"]), next(text_ids)
-            drawn = set(draw.permutation(len(windows))[:LONG_SPANS].tolist())
+            drawn = set(draw.permutation(len(windows))[:FITTED_SPANS[row["kind"]]].tolist())
             parts += [(window, row, text, j in drawn, judged) for j, window in enumerate(windows)]
         else:  # a short text: its first window stands for it
             parts += [(encoder.windows(r["text"])[0], r, next(text_ids), True, judged) for r in [row, *fragments(row)]]
@@ -255,7 +265,9 @@ def serve_embeddings():
 
 if __name__ == "__main__":
     if sys.argv[1] == "train":
-        train(sys.argv[2], sys.argv[3:])
+        files = sys.argv[3:]  # JSONL... [--heads-only JSONL...]
+        cut = files.index("--heads-only") if "--heads-only" in files else len(files)
+        train(sys.argv[2], files[:cut], files[cut + 1:])
     elif sys.argv[1] == "embed":
         serve_embeddings()
     else:
