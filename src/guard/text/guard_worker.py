@@ -192,11 +192,12 @@ def fragments(row):
 def train(heads_path, paths, heads_only=()):
     """Fits the heads on the labelled sets (`paths`, the sets the encoder was fine-tuned on, and
     `heads_only`, sets only the heads learn), their harmless texts' fragments and the run-on
-    windows of the fine-tuning (tuning_data.py, from `paths` alone), and chooses the thresholds on the threshold part: the heads fitted on the
-    rest, as the encoder was fine-tuned on the rest (finetune.py), and judged there. A fragment
-    goes with its text, so no text is on both sides. A long text (kind "long": a harmless request
-    with its materials; "technical") is read span by span, as when serving: FITTED_SPANS of its spans (a
-    seeded draw) are fitted on, and in the threshold part it is judged by all of its spans.
+    windows of the fine-tuning (tuning_data.py, from `paths` alone), and chooses the thresholds
+    on the threshold part: the heads fitted on the rest, as the encoder was fine-tuned on the rest
+    (finetune.py), and judged there. A fragment goes with its text, so no text is on both sides. A
+    long text (kind "long": a harmless request with its materials; "technical": a README or code
+    chunk) is read span by span, as when serving: FITTED_SPANS of its spans (a seeded draw) are
+    fitted on, and in the threshold part it is judged by all of its spans.
     Judged by the drawn spans alone, a long text looked half as likely to be flagged as when it
     is served, every span read: 2.2% of them out of fold, where 6% of the held-out WritingBench
     texts were blocked (README, "The heads")."""
