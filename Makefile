@@ -108,7 +108,8 @@ $(GUARD_ENCODER): $(GUARD_BASE) .cache/guard-data/.complete src/guard/dataset/tr
 # Sets only the heads learn, never the fine-tuning (guard_worker.py --heads-only); none by default.
 # GUARD_HEADS_ONLY='src/guard/dataset/code-tool.jsonl .cache/guard-data/technical.jsonl' fits the
 # variant measured on 29 November and not shipped (README, "Technical text and requests to abuse a
-# code tool"); delete .cache/guard/heads.json to refit after changing it.
+# code tool"), and with src/guard/dataset/lookalikes-more.jsonl added, the next one ("The same, with
+# 400 more look-alikes"); delete .cache/guard/heads.json to refit after changing it.
 GUARD_HEADS_ONLY ?=
 $(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete src/guard/dataset/train.jsonl $(filter src/%,$(GUARD_HEADS_ONLY)) $(wildcard src/guard/text/*.py)
 	@echo "==> fitting the text guard's heads on the labelled training sets (ten minutes or so)"
