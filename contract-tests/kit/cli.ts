@@ -32,7 +32,13 @@ const result = await runKit({
   ...(values.schemathesis ? { schemathesis: { bin: values.schemathesis, examples: Number(values['schemathesis-examples']), timeoutMs: 30 * 60_000 } } : {}),
 });
 const MARKS = { pass: 'ok  ', fail: 'FAIL', 'not offered': 'NOFF', 'not applicable': 'n/a ' } as const;
-for (const c of result.checks) console.log(`${MARKS[c.status]} ${c.id} (${c.rules.join(', ')})${c.message ? `: ${c.message}` : ''}`);
+// A failure shows its last exchange too: a CI log is often all there is once the report's folder is gone.
+const indented = (text: string) => text.slice(0, 2000).replace(/^/gm, '       ');
+for (const c of result.checks) {
+  console.log(`${MARKS[c.status]} ${c.id} (${c.rules.join(', ')})${c.message ? `: ${c.message}` : ''}`);
+  const last = c.exchanges.at(-1);
+  if (c.status === 'fail' && last) console.log(indented(`${last.request}\n---\n${last.response}`));
+}
 console.log(summary(result));
 for (const line of scoreLines(result)) console.log(`score ${line}`);
 console.log(`report: ${writeReport(result, values.report).join(', ')}`);
