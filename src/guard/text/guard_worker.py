@@ -1,9 +1,10 @@
 """The text guard: sentence embeddings and a small network with one head per safety code.
 
-  guard_worker.py train HEADS_JSON JSONL... [--heads-only JSONL...]
+  guard_worker.py train HEADS_JSON JSONL... [--heads-only JSONL...] [--forms JSONL]
                                                  fits the heads on the labelled sets (those after
                                                  --heads-only: never read by the fine-tuning),
-                                                 writes them
+                                                 writes them; --forms: evasion forms built from
+                                                 the threshold part, judged there, never fitted
   guard_worker.py serve HEADS_JSON               one JSON request per line on stdin, one answer per
                                                  line on stdout: {"texts": [...], "scope": KEY?}
                                                  -> {"scores": per text, per span [harmful, S1,
@@ -135,6 +136,9 @@ SAFE_KINDS = {"lookalike": "flagged_lookalikes", "benign": "flagged_plain", "fra
 # outnumber the short texts' rows. "long": a writing request with its materials; "technical": a
 # chunk of a README or of code (scripts/guard-data/extract.py FITTED_BY_HEADS), many more texts.
 FITTED_SPANS = {"long": 16, "technical": 4}
+# Evasion forms built from the threshold part (scripts/guard-forms.ts): judged by all their spans,
+# never fitted, and not chosen on; how much of each the chosen thresholds catch goes in the heads file.
+FORM_KINDS = ("form", "form-control")
 
 
 def choose_thresholds(x, rows, fold, text_of, fitted):
@@ -149,7 +153,9 @@ def choose_thresholds(x, rows, fold, text_of, fitted):
     for k in np.unique(fold[fold >= 0]):
         test, train = np.flatnonzero(fold == k), np.flatnonzero((fold != k) & fitted)
         held[test] = scores_of(x[test], fit_heads(x[train], [rows[i] for i in train]))
-    judged = fold >= 0  # a row in fold -1 is fitted on, never judged
+    form = np.array([r["kind"] in FORM_KINDS for r in rows])
+    forms = held[form], [r for r, f in zip(rows, form) if f], text_of[form]
+    judged = (fold >= 0) & ~form  # a row in fold -1 is fitted on, never judged
     held, rows, text_of = held[judged], [r for r, j in zip(rows, judged) if j], text_of[judged]
     harmful = np.array([bool(r["codes"]) for r in rows])
     # Each kind of safe text counts alike, however many of each the set has: plain texts are
@@ -175,7 +181,22 @@ def choose_thresholds(x, rows, fold, text_of, fitted):
             penalised = recall + weakest - FPR_WEIGHT * np.mean(list(rates.values()))
             if soft is None or penalised > soft[0]:
                 soft = (penalised, chosen)
-    return (within or soft)[1]
+    chosen = (within or soft)[1]
+    if forms[1]:
+        chosen["out_of_fold"]["forms"] = forms_flagged(*forms, chosen)
+    return chosen
+
+
+def forms_flagged(held, rows, text_of, chosen):
+    """Per form and kind ("run-on": requests caught, "run-on control": controls flagged), the share
+    of its texts flagged at the chosen thresholds: a text is flagged when any of its spans is."""
+    flags = ((held[:, 1:] >= chosen["code"]) & (held[:, :1] >= chosen["harmful"])).any(1)
+    texts = {}
+    for flag, row, text in zip(flags, rows, text_of):
+        name = row["form"] + (" control" if row["kind"] == "form-control" else "")
+        texts.setdefault(name, {}).setdefault(text, False)
+        texts[name][text] |= bool(flag)
+    return {name: round(float(np.mean(list(seen.values()))), 3) for name, seen in sorted(texts.items())}
 
 
 def fragments(row):
@@ -189,7 +210,7 @@ def fragments(row):
     return [{"text": part, "codes": [], "kind": "fragment"} for part in parts]
 
 
-def train(heads_path, paths, heads_only=()):
+def train(heads_path, paths, heads_only=(), forms=()):
     """Fits the heads on the labelled sets (`paths`, the sets the encoder was fine-tuned on, and
     `heads_only`, sets only the heads learn), their harmless texts' fragments and the run-on
     windows of the fine-tuning (tuning_data.py, from `paths` alone), and chooses the thresholds
@@ -218,6 +239,9 @@ def train(heads_path, paths, heads_only=()):
             parts += [(window, row, text, j in drawn, judged) for j, window in enumerate(windows)]
         else:  # a short text: its first window stands for it
             parts += [(encoder.windows(r["text"])[0], r, next(text_ids), True, judged) for r in [row, *fragments(row)]]
+    for row in read(forms):  # after the draws above, so they are the same with or without forms
+        text = next(text_ids)
+        parts += [(window, row, text, False, True) for window in encoder.windows(row["text"])]
     for window, span_row, text, fit, judged in parts:
         spans.append(window)
         span_rows.append(span_row)
@@ -266,9 +290,11 @@ def serve_embeddings():
 
 if __name__ == "__main__":
     if sys.argv[1] == "train":
-        files = sys.argv[3:]  # JSONL... [--heads-only JSONL...]
+        files = sys.argv[3:]  # JSONL... [--heads-only JSONL...] [--forms JSONL]
+        forms = files[files.index("--forms") + 1:] if "--forms" in files else []
+        files = files[:len(files) - len(forms) - (1 if forms else 0)]
         cut = files.index("--heads-only") if "--heads-only" in files else len(files)
-        train(sys.argv[2], files[:cut], files[cut + 1:])
+        train(sys.argv[2], files[:cut], files[cut + 1:], forms)
     elif sys.argv[1] == "embed":
         serve_embeddings()
     else:
