@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
 import { readLabelled } from '../src/guard/text/evaluate.ts';
-import { EVASION_FORMS, hide, seededRandom } from '../src/guard/text/evasion-forms.ts';
+import { EVASION_FORMS, hiddenCase, seededRandom } from '../src/guard/text/evasion-forms.ts';
 import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
 import { quantile } from './lib/http-load.ts';
 
@@ -41,15 +41,8 @@ try {
   const forms: { form: string; caught: number; controlsFlagged: number; cases: number }[] = [];
   for (const [f, form] of EVASION_FORMS.entries()) {
     if (process.env.BENCH_FORMS && !process.env.BENCH_FORMS.split(',').includes(form)) continue;
-    // The control replays the seed (the request's draw included): the same filler in the same
-    // order, only the request left out. Seeds as the former evasion test had them.
-    const cases = Array.from({ length: CASES }, (_, i) => {
-      const seed = 23_000 + f * 1_000 + i;
-      const [random, replay] = [seededRandom(seed), seededRandom(seed)];
-      const request = requests[Math.floor(random() * requests.length)]!;
-      replay();
-      return { text: hide(form, request, filler, random, MAX_WORDS), control: hide(form, '', filler, replay, MAX_WORDS) };
-    });
+    // Seeds as the former evasion test had them.
+    const cases = Array.from({ length: CASES }, (_, i) => hiddenCase(form, requests, filler, 23_000 + f * 1_000 + i, MAX_WORDS));
     const caught = (await flagged(cases.map((c) => c.text))).filter(Boolean).length;
     const controlsFlagged = (await flagged(cases.map((c) => c.control))).filter(Boolean).length;
     forms.push({ form, caught, controlsFlagged, cases: CASES });

@@ -84,6 +84,18 @@ const clipped = (random: () => number, text: string) => {
 const WRAPS: readonly ((word: string) => string)[] = [(w) => `\`${w}\``, (w) => `(${w});`, (w) => `[${w}],`, (w) => `"${w}",`, (w) => `${w}();`, (w) => `{${w}}`];
 const wrapped = (random: () => number, text: string) => words(text).map((w) => pick(random, WRAPS)(w)).join(' ');
 
+/**
+ * Case `seed` of `form`: a request drawn from `requests` hidden among `filler`, and its control,
+ * which replays the seed (the request's draw included): the same filler in the same order, only
+ * the request left out.
+ */
+export function hiddenCase(form: EvasionForm, requests: readonly string[], filler: readonly string[], seed: number, maxWords: number) {
+  const [random, replay] = [seededRandom(seed), seededRandom(seed)];
+  const index = Math.floor(random() * requests.length);
+  replay();
+  return { index, text: hide(form, requests[index]!, filler, random, maxWords), control: hide(form, '', filler, replay, maxWords) };
+}
+
 /** The request hidden in `form`, among harmless filler of random length up to `maxWords` words. */
 export function hide(form: EvasionForm, request: string, filler: readonly string[], random: () => number, maxWords: number): string {
   const { before, after } = surround(random, filler, maxWords);

@@ -290,11 +290,12 @@ def serve_embeddings():
 
 if __name__ == "__main__":
     if sys.argv[1] == "train":
-        files = sys.argv[3:]  # JSONL... [--heads-only JSONL...] [--forms JSONL]
-        forms = files[files.index("--forms") + 1:] if "--forms" in files else []
-        files = files[:len(files) - len(forms) - (1 if forms else 0)]
-        cut = files.index("--heads-only") if "--heads-only" in files else len(files)
-        train(sys.argv[2], files[:cut], files[cut + 1:], forms)
+        def split_at(args, flag):  # the arguments before `flag`, and those after it (none if absent)
+            at = args.index(flag) if flag in args else len(args)
+            return args[:at], args[at + 1:]
+        files, forms = split_at(sys.argv[3:], "--forms")  # JSONL... [--heads-only JSONL...] [--forms JSONL]
+        paths, heads_only = split_at(files, "--heads-only")
+        train(sys.argv[2], paths, heads_only, forms)
     elif sys.argv[1] == "embed":
         serve_embeddings()
     else:

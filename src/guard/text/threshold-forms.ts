@@ -6,7 +6,7 @@
  * part is a fifth of the texts fixed by the SHA-256 of each (tuning_data.py, in_threshold_part).
  */
 import { createHash } from 'node:crypto';
-import { EVASION_FORMS, hide, seededRandom, type EvasionForm } from './evasion-forms.ts';
+import { EVASION_FORMS, hiddenCase, type EvasionForm } from './evasion-forms.ts';
 import type { LabelledText } from './evaluate.ts';
 
 const THRESHOLD_SHARE = 20; // percent, as tuning_data.py THRESHOLD_SHARE
@@ -28,14 +28,12 @@ export function thresholdForms(rows: readonly LabelledText[], cases: number, max
   const requests = part.filter((r) => r.kind === 'harmful');
   const filler = part.filter((r) => r.kind === 'benign' || r.kind === 'lookalike').map((r) => r.text);
   if (requests.length === 0 || filler.length === 0) return [];
+  const texts = requests.map((r) => r.text);
   return EVASION_FORMS.flatMap((form, f) => Array.from({ length: cases }, (_, i) => {
-    // The control replays the seed: the same filler in the same order, only the request left out.
-    const [random, replay] = [seededRandom(51_000 + f * 1_000 + i), seededRandom(51_000 + f * 1_000 + i)];
-    const request = requests[Math.floor(random() * requests.length)]!;
-    replay();
+    const { index, text, control } = hiddenCase(form, texts, filler, 51_000 + f * 1_000 + i, maxWords);
     return [
-      { text: hide(form, request.text, filler, random, maxWords), codes: request.codes, kind: 'form', form },
-      { text: hide(form, '', filler, replay, maxWords), codes: [], kind: 'form-control', form },
+      { text, codes: requests[index]!.codes, kind: 'form', form },
+      { text: control, codes: [], kind: 'form-control', form },
     ] satisfies FormRow[];
   }).flat());
 }
