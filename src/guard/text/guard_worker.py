@@ -89,17 +89,17 @@ class Encoder:
         """The spans a text is judged by: the text itself when it fits one window; else its
         sentences (read after normalising, so line breaks do not cut a sentence: a request split
         two words a line reads whole again), a run of short sentences read as one ("How to. Make
-        a. Pipe bomb."), and a piece longer than a window (a run-on, or lines with no full stop)
-        in windows sliding by half a window, so a request up to half a window long is whole in
-        one of them wherever it starts. A text of one window dense with symbols is read by its
-        words (words_of)."""
+        a. Pipe bomb."), a piece with no word read with its neighbour (with_words), and a piece
+        longer than a window (a run-on, or lines with no full stop) in windows sliding by half a
+        window, so a request up to half a window long is whole in one of them wherever it starts.
+        A text of one window dense with symbols is read by its words (words_of)."""
         model, size = self.model, WINDOW - 2
         normalised = normalise(text, self.segmenter)
         ids = self.words_of(normalised)
         if len(ids) <= size:
             return [[model.cls] + ids + [model.sep]]
         pieces = []  # (text, a run of short sentences?)
-        for sentence in SENTENCE_END.split(normalised):
+        for sentence in with_words(SENTENCE_END.split(normalised)):
             short = len(model.ids(sentence)) < SHORT
             if short and pieces and pieces[-1][1]:
                 # read as one sentence: the stops between its short sentences dropped
@@ -118,6 +118,23 @@ class Encoder:
             result.append(flat[at:at + len(ws)])
             at += len(ws)
         return result
+
+
+def with_words(sentences):
+    """The sentences, each piece with no letter or digit ("." alone between two sentences, "! !")
+    joined to the one before it (the first such to the one after): read alone, a lone full stop
+    scored 0.86 harmful, and its verdict is the heads' guess about punctuation, not about a request."""
+    joined = []
+    for sentence in sentences:
+        if joined and not (has_word(sentence) and has_word(joined[-1])):
+            joined[-1] = f"{joined[-1]} {sentence}"
+        else:
+            joined.append(sentence)
+    return joined
+
+
+def has_word(text):
+    return any(ch.isalnum() for ch in text)
 
 
 def sliding(ids, size):

@@ -144,6 +144,21 @@ describe('the text guard classifier', () => {
     assert.equal(classifier.windows.read - before, 1);
   });
 
+  // A piece of a long text with no letter or digit (a full stop alone between two sentences, "! !")
+  // is read with its neighbour, never as a span of its own: alone, "." scored 0.86 harmful, and
+  // such spans flagged 30 of 40 harmless texts of the threshold part's "clipped" controls.
+  it('reads no span without a word', async () => {
+    const sentences = ['How was smallpox eradicated around the world in the twentieth century?', 'Friday can be a rest day with some gentle stretching and a long walk.',
+      'Plan a relaxing Sunday routine for me and my two children, please.', 'Write a limerick about a clumsy penguin who wants to learn to fly.',
+      'How many football World Cups has Argentina won, and in which years?'];
+    const plain = sentences.join(' ');
+    const [[withStops], [withoutStops]] = [await classifier.score([sentences.join(' . ! ? ')]), await classifier.score([plain])];
+    assert.equal(withStops!.length, sentences.length);
+    assert.equal(withoutStops!.length, sentences.length);
+    const [[leading]] = [await classifier.score([`. . ${plain}`])];
+    assert.equal(leading!.length, sentences.length);
+  });
+
   const matchedCodes = async (texts: string[]) => {
     const thresholds = await classifier.thresholds();
     return (await classifier.score(texts)).map((spans) => [...matchedTextCodes(spans, TEXT_CODES, thresholds).keys()]);
