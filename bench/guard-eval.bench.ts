@@ -4,7 +4,7 @@
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
-import { evaluate, readLabelled } from '../src/guard/text/evaluate.ts';
+import { describeThresholds, evaluate, readLabelled } from '../src/guard/text/evaluate.ts';
 import { TextClassifier } from '../src/guard/text/text-classifier.ts';
 
 const config = loadConfig(process.env);
@@ -14,7 +14,7 @@ try {
   const quality = await evaluate(classifier, labelled);
   const thresholds = await classifier.thresholds();
   const { overall } = quality;
-  console.log(`\n${quality.examples} held-out texts; thresholds (chosen on the threshold part of the training sets, which the fine-tuning never read): harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
+  console.log(`\n${quality.examples} held-out texts; thresholds (chosen on the threshold part of the training sets, which the fine-tuning never read): ${describeThresholds(thresholds)}\n`);
   console.log(`<guard>ALL</guard>: recall ${overall.recall}, false-positive rate ${overall.falsePositiveRate} (look-alikes alone ${quality.lookalikeFalsePositiveRate}), precision ${overall.precision}, F1 ${overall.f1}\n`);
   console.log('| code | texts | recall (<guard>CODE</guard>) | precision |\n|---|---|---|---|');
   for (const code of TEXT_CODES) {

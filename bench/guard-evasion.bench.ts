@@ -26,8 +26,7 @@ const RESULTS = TUNING ? 'bench/results/guard-evasion-tuning.json' : 'bench/resu
 
 const classifier = new TextClassifier({ ...loadConfig(process.env).guard, threads: 2, timeoutMs: 600_000 });
 const flagged = async (texts: string[]) => {
-  const thresholds = await classifier.thresholds();
-  return (await classifier.score(texts)).map((spans) => matchedTextCodes(spans, TEXT_CODES, thresholds).size > 0);
+  return (await classifier.score(texts)).map((reading) => matchedTextCodes(reading, TEXT_CODES).size > 0);
 };
 try {
   // The requests the guard flags alone, and the harmless texts it passes alone: the form is what is measured.

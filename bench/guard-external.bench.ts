@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
-import { evaluate, readLabelled } from '../src/guard/text/evaluate.ts';
+import { describeThresholds, evaluate, readLabelled } from '../src/guard/text/evaluate.ts';
 import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
 
 /** A row of the external set: its source besides the labelled text ("unlabelled" harmful rows have no code). */
@@ -23,10 +23,10 @@ try {
   heldout.forEach((t, i) => {
     const entry = (bySource[`${t.source} (${t.codes.length ? 'harmful' : 'safe'})`] ??= { blocked: 0, texts: 0 });
     entry.texts += 1;
-    if (matchedTextCodes(scores[i]!, TEXT_CODES, thresholds).size > 0) entry.blocked += 1;
+    if (matchedTextCodes(scores[i]!, TEXT_CODES).size > 0) entry.blocked += 1;
   });
   const { overall } = quality;
-  console.log(`\n${quality.examples} held-out external texts; thresholds (chosen on the threshold part of src/guard/dataset/train.jsonl and the external calibration set, which the fine-tuning never read; no held-out text seen): harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
+  console.log(`\n${quality.examples} held-out external texts; thresholds (chosen on the threshold part of src/guard/dataset/train.jsonl and the external calibration set, which the fine-tuning never read; no held-out text seen): ${describeThresholds(thresholds)}\n`);
   console.log(`<guard>ALL</guard>: recall ${overall.recall}, false-positive rate ${overall.falsePositiveRate} (look-alikes alone ${quality.lookalikeFalsePositiveRate}), precision ${overall.precision}, F1 ${overall.f1}\n`);
   console.log('| code | texts | recall (<guard>CODE</guard>) |\n|---|---|---|');
   for (const code of TEXT_CODES) {

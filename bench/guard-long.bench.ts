@@ -14,7 +14,7 @@
 import { writeFileSync } from 'node:fs';
 import { loadConfig } from '../src/config.ts';
 import { TEXT_CODES } from '../src/guard/codes.ts';
-import { readLabelled, sourceFamily } from '../src/guard/text/evaluate.ts';
+import { describeThresholds, readLabelled, sourceFamily } from '../src/guard/text/evaluate.ts';
 import { matchedTextCodes, TextClassifier } from '../src/guard/text/text-classifier.ts';
 import { projectFile } from '../src/project-files.ts';
 
@@ -30,14 +30,14 @@ try {
     const scores = await classifier.score(texts);
     const codes: Record<string, number> = {};
     let blocked = 0;
-    for (const spans of scores) {
-      const matched = [...matchedTextCodes(spans, TEXT_CODES, thresholds).keys()];
+    for (const reading of scores) {
+      const matched = [...matchedTextCodes(reading, TEXT_CODES).keys()];
       if (matched.length) blocked += 1;
       for (const code of matched) codes[code] = (codes[code] ?? 0) + 1;
     }
-    results.push({ source, texts: texts.length, blocked, spans: scores.reduce((n, s) => n + s.length, 0), codes });
+    results.push({ source, texts: texts.length, blocked, spans: scores.reduce((n, s) => n + s.spans.length, 0), codes });
   }
-  console.log(`\nthresholds: harmful ${thresholds.harmful}, code ${thresholds.code}\n`);
+  console.log(`\nthresholds: ${describeThresholds(thresholds)}\n`);
   console.log('| held-out long harmless texts | blocked under ALL | spans read | codes matched (texts) |\n|---|---|---|---|');
   for (const r of results) console.log(`| ${r.source} | ${r.blocked}/${r.texts} | ${r.spans} | ${Object.entries(r.codes).map(([c, n]) => `${c} ${n}`).join(', ')} |`);
   writeFileSync('bench/results/guard-long.json', `${JSON.stringify({ when: new Date().toISOString(), thresholds, results }, null, 2)}\n`);

@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
 import type { TaskUnits } from './tasks/task.ts';
 import { z } from 'zod';
 import { DEFAULT_SCHEMA_LIMITS } from './engines/schema-budget.ts';
@@ -128,6 +129,8 @@ export const ENV = z.object({
   STT_PYTHON: text().default(`${PROJECT_ROOT}.venv-stt/bin/python`),
   GUARD_PYTHON: text().default(`${PROJECT_ROOT}.venv-guard/bin/python`),
   GUARD_HEADS: text().default(`${PROJECT_ROOT}.cache/guard/heads.json`),
+  /** The heads a text longer than one window is read by; beside GUARD_HEADS by default. */
+  GUARD_SPANS_HEADS: text().optional(),
   /** Windows of text whose guard scores are kept per API key, so a conversation's earlier turns are not read again. */
   GUARD_SPAN_CACHE: integer(0, 10_000_000).default(20_000),
   SEARXNG_URL: httpUrl().optional(), BRAVE_SEARCH_API_KEY: text().optional(), SEARCH_TIMEOUT_MS: integer(1, 600_000).default(10_000),
@@ -221,7 +224,10 @@ const CONFIG = ENV.transform((env) => ({
     maxTextChars: env.SCRAPER_MAX_TEXT_CHARS,
   } satisfies PageLimits,
   sttPython: env.STT_PYTHON,
-  guard: { python: env.GUARD_PYTHON, headsPath: env.GUARD_HEADS, spanCache: env.GUARD_SPAN_CACHE },
+  guard: {
+    python: env.GUARD_PYTHON, headsPath: env.GUARD_HEADS, spansHeadsPath: env.GUARD_SPANS_HEADS ?? join(dirname(env.GUARD_HEADS), 'heads-spans.json'),
+    spanCache: env.GUARD_SPAN_CACHE,
+  },
   search: { searxngUrl: env.SEARXNG_URL, braveApiKey: env.BRAVE_SEARCH_API_KEY, timeoutMs: env.SEARCH_TIMEOUT_MS },
 }));
 

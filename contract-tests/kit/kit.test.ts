@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { GenerationEvent, GenerationRequest } from '../../src/engines/engine.ts';
 import { createScriptedEngine, echoScript } from '../../src/engines/scripted-engine.ts';
-import { TEXT_CODES } from '../../src/guard/codes.ts';
-import { Guard, type TextScorer } from '../../src/guard/guard.ts';
+import { Guard } from '../../src/guard/guard.ts';
+import { scriptedTextScorer } from '../../src/guard/scripted-text-scorer.ts';
 import { TaskRegistry } from '../../src/tasks/registry.ts';
 import type { Task } from '../../src/tasks/task.ts';
 import { startTestServer, TEST_KEY } from '../../src/testing/test-server.ts';
@@ -53,13 +53,7 @@ const extensionTasks = () => new TaskRegistry([
   { name: 'translate', run: async ({ text }) => ({ name: 'translate', result: { source_language: 'en', target_language: 'es', text, translated_text: `es: ${text}`, engine: 'double' } }) },
   { name: 'ocr', run: async () => ({ name: 'ocr', result: { text: 'Buy milk today', pages: [{ source: 'messages[0].content[1]', page: 1, method: 'text_layer', width: 612, height: 792, text: 'Buy milk today', confidence: 1, lines: [] }] } }) },
 ] as Task[]);
-const murderScorer: TextScorer = {
-  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-  score: async (texts) => texts.map((text) => [{
-    harmful: /murder/i.test(text) ? 0.99 : 0.01,
-    codes: Object.fromEntries(TEXT_CODES.map((c) => [c, c === 'S1' && /murder/i.test(text) ? 0.97 : 0.01])) as never,
-  }]),
-};
+const murderScorer = scriptedTextScorer((text) => (/murder/i.test(text) ? { S1: 0.97 } : {}));
 const failedRules = (result: Awaited<ReturnType<typeof grade>>) => result.rules.filter((r) => r.status === 'fail').map((r) => r.rule.id);
 
 describe('the conformance kit', { timeout: 300_000 }, () => {

@@ -5,8 +5,8 @@ import type { GenerationEvent } from '../engines/engine.ts';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
 import { withVerifiedOutput } from '../engines/verified-output.ts';
 import { invalidRequest } from '../errors/service-error.ts';
-import { TEXT_CODES } from '../guard/codes.ts';
-import { Guard, type TextScorer } from '../guard/guard.ts';
+import { Guard } from '../guard/guard.ts';
+import { scriptedTextScorer } from '../guard/scripted-text-scorer.ts';
 import { Metrics } from '../http/metrics.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
 import { createSearxngProvider } from '../tasks/web-search/search-provider.ts';
@@ -154,13 +154,7 @@ describe('what was generated is paid, and only that', () => {
   });
 
   it('charges a stream the output guard stops for what was generated, and says so in its usage', async () => {
-    const scorer: TextScorer = {
-      thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-      score: async (texts) => texts.map((text) => [{
-        harmful: text.includes('KILL') ? 0.99 : 0.01,
-        codes: Object.fromEntries(TEXT_CODES.map((c) => [c, c === 'S1' && text.includes('KILL') ? 0.97 : 0.01])) as never,
-      }]),
-    };
+    const scorer = scriptedTextScorer((text) => (text.includes('KILL') ? { S1: 0.97 } : {}));
     const engine = createScriptedEngine(() => [
       ...'A calm first sentence. Then KILL them all. And more after it. '.split(/(?<= )/).map((text): GenerationEvent => ({ type: 'content', text })),
       { type: 'done', finishReason: 'stop', usage: { promptTokens: 4, completionTokens: 12 } },

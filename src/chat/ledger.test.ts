@@ -7,8 +7,8 @@ import { createUpstreamEngine } from '../engines/upstream-engine.ts';
 import { withVerifiedOutput } from '../engines/verified-output.ts';
 import { invalidRequest } from '../errors/service-error.ts';
 import { Metrics } from '../http/metrics.ts';
-import { TEXT_CODES } from '../guard/codes.ts';
-import { Guard, type TextScorer } from '../guard/guard.ts';
+import { Guard } from '../guard/guard.ts';
+import { scriptedTextScorer } from '../guard/scripted-text-scorer.ts';
 import { createRedisStore } from '../store/redis-store.ts';
 import type { Store } from '../store/store.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
@@ -107,13 +107,7 @@ const tasks = () => new TaskRegistry((Object.keys(doubles) as TaskName[]).map((n
 })));
 
 /** "KILL" is S1; anything else is safe. */
-const scorer: TextScorer = {
-  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-  score: async (texts) => texts.map((text) => [{
-    harmful: text.includes('KILL') ? 0.99 : 0.01,
-    codes: Object.fromEntries(TEXT_CODES.map((c) => [c, c === 'S1' && text.includes('KILL') ? 0.97 : 0.01])) as never,
-  }]),
-};
+const scorer = scriptedTextScorer((text) => (text.includes('KILL') ? { S1: 0.97 } : {}));
 
 const words = (text: string): GenerationEvent[] => text.split(/(?<= )/).map((t) => ({ type: 'content', text: t }));
 const lastUser = (messages: { role: string; content: string }[]) => messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';

@@ -8,8 +8,8 @@ import type { Engine, GenerationEvent } from '../engines/engine.ts';
 import { withQueue } from '../engines/queued-engine.ts';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
 import { createUpstreamEngine } from '../engines/upstream-engine.ts';
-import { TEXT_CODES } from '../guard/codes.ts';
 import { Guard } from '../guard/guard.ts';
+import { scriptedTextScorer } from '../guard/scripted-text-scorer.ts';
 import { Drain } from '../http/drain.ts';
 import { Metrics } from '../http/metrics.ts';
 import { createRedisStore } from '../store/redis-store.ts';
@@ -38,13 +38,7 @@ const CREDITS = 10_000;
 const REDIS_URL = process.env.REDIS_URL;
 
 /** A guard whose input check waits at `checking`, then passes. */
-const slowGuard = (checking: ReturnType<typeof gate>) => new Guard({
-  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-  score: async (texts) => {
-    await checking.passed();
-    return texts.map(() => [{ harmful: 0.01, codes: Object.fromEntries(TEXT_CODES.map((c) => [c, 0.01])) as never }]);
-  },
-});
+const slowGuard = (checking: ReturnType<typeof gate>) => new Guard(scriptedTextScorer(undefined, () => checking.passed()));
 
 /** Test doubles of two tasks: OCR waits at `reading` (or for the caller to leave); translate's worker dies. */
 const taskDoubles = (reading: ReturnType<typeof gate>): Task[] => [

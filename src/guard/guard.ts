@@ -6,12 +6,13 @@ import type { ImageScorer } from './image/image-classifier.ts';
 import { matchedImageCodes } from './image/image-codes.ts';
 import type { Requester } from './requester.ts';
 import type { Region } from './image/image-model.ts';
-import { matchedTextCodes, type TextScores, type Thresholds } from './text/text-classifier.ts';
+import { matchedTextCodes, type TextReading } from './text/text-classifier.ts';
 
 /** What the guard needs of a text classifier (the real one, or a scripted one in tests). */
 export interface TextScorer {
-  thresholds(): Promise<Thresholds>;
-  score(texts: string[], requester?: Requester): Promise<TextScores[][]>;
+  /** Starts it and loads its models. */
+  warm?(): Promise<void>;
+  score(texts: string[], requester?: Requester): Promise<TextReading[]>;
   close?(): Promise<void>;
 }
 
@@ -58,7 +59,7 @@ export class Guard {
 
   /** Starts the classifiers and loads their models, so that the first guarded request does not wait. */
   async warm(): Promise<void> {
-    await Promise.all([this.text.thresholds(), this.images?.warm?.()]);
+    await Promise.all([this.text.warm?.(), this.images?.warm?.()]);
   }
 
   close(): Promise<void> {
@@ -73,8 +74,7 @@ export class Guard {
 
   private async classifyTexts(items: Checked[], codes: TextCode[], requester: Requester | undefined): Promise<Map<TextCode, number>[]> {
     try {
-      const [thresholds, scores] = await Promise.all([this.text.thresholds(), this.text.score(items.map((item) => item.text), requester)]);
-      return scores.map((spans) => matchedTextCodes(spans, codes, thresholds));
+      return (await this.text.score(items.map((item) => item.text), requester)).map((reading) => matchedTextCodes(reading, codes));
     } catch (err) {
       if (!(err instanceof LineWorkerError)) throw err;
       throw guardUnavailable(`The guard could not check this request (${err.message}). Retry later.`);

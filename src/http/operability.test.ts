@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { createScriptedEngine, echoScript } from '../engines/scripted-engine.ts';
-import { TEXT_CODES } from '../guard/codes.ts';
-import { Guard, type TextScorer } from '../guard/guard.ts';
+import { Guard } from '../guard/guard.ts';
+import { scriptedTextScorer } from '../guard/scripted-text-scorer.ts';
 import { hello, postCompletion, startTestServer, TEST_KEY, type TestServer } from '../testing/test-server.ts';
 import { createEmbeddedStore } from '../store/embedded-store.ts';
 import { createRedisStore } from '../store/redis-store.ts';
@@ -18,13 +18,7 @@ import { Metrics } from './metrics.ts';
 import { createLogger, loggerOn } from '../logging.ts';
 
 /** A scripted classifier (tests only): "KILL" is S1. */
-const scriptedScorer: TextScorer = {
-  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-  score: async (texts) => texts.map((text) => [{
-    harmful: text.includes('KILL') ? 0.99 : 0.01,
-    codes: Object.fromEntries(TEXT_CODES.map((c) => [c, c === 'S1' && text.includes('KILL') ? 0.99 : 0.01])) as never,
-  }]),
-};
+const scriptedScorer = scriptedTextScorer((text) => (text.includes('KILL') ? { S1: 0.99 } : {}));
 
 /** The log's lines, parsed, as the logger writes them. */
 function logLines() {

@@ -4,8 +4,8 @@ import sharp from 'sharp';
 import type { ChatCompletionResponse, GuardrailsResult } from '../../contract/wire-types.ts';
 import type { GenerationEvent } from '../../engines/engine.ts';
 import { createScriptedEngine, echoScript } from '../../engines/scripted-engine.ts';
-import { TEXT_CODES } from '../../guard/codes.ts';
-import { Guard, type TextScorer } from '../../guard/guard.ts';
+import { Guard } from '../../guard/guard.ts';
+import { scriptedTextScorer } from '../../guard/scripted-text-scorer.ts';
 import { TextClassifier } from '../../guard/text/text-classifier.ts';
 import { loadConfig } from '../../config.ts';
 import type { ImageScorer } from '../../guard/image/image-classifier.ts';
@@ -15,15 +15,7 @@ import { countingEngine } from '../../testing/counting-engine.ts';
 import { postCompletion, startTestServer, type TestServer } from '../../testing/test-server.ts';
 
 /** A scripted classifier (tests only): "KILL" is S1, "NERVE" is S9, anything else is safe. */
-const scriptedScorer: TextScorer = {
-  thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-  score: async (texts) => texts.map((text) => [(() => {
-    const codes = Object.fromEntries(TEXT_CODES.map((c) => [c, 0.01])) as Record<(typeof TEXT_CODES)[number], number>;
-    if (text.includes('KILL')) codes.S1 = 0.97;
-    if (text.includes('NERVE')) codes.S9 = 0.93;
-    return { harmful: text.includes('KILL') || text.includes('NERVE') ? 0.99 : 0.02, codes };
-  })()]),
-};
+const scriptedScorer = scriptedTextScorer((text) => ({ ...(text.includes('KILL') ? { S1: 0.97 } : {}), ...(text.includes('NERVE') ? { S9: 0.93 } : {}) }));
 
 /** Answers with these sentences whatever it is asked, one delta per few words. */
 const saying = (text: string) => createScriptedEngine(() => [

@@ -5,8 +5,8 @@ import { countingEngine } from '../../testing/counting-engine.ts';
 import { hello, postCompletion, startTestServer } from '../../testing/test-server.ts';
 import { duration } from './quota.ts';
 import { withQueue } from '../../engines/queued-engine.ts';
-import { TEXT_CODES } from '../../guard/codes.ts';
-import { Guard, type TextScorer } from '../../guard/guard.ts';
+import { Guard } from '../../guard/guard.ts';
+import { scriptedTextScorer } from '../../guard/scripted-text-scorer.ts';
 import { Drain } from '../../http/drain.ts';
 import { Metrics } from '../../http/metrics.ts';
 import { gate, heldEngine, openRequests, until } from '../../testing/gates.ts';
@@ -77,13 +77,7 @@ describe('credits', () => {
 // ended, and its reservation stayed held; so did one whose events were closed before they started.
 describe('settlement on every path', { timeout: 120_000 }, () => {
   /** A guard whose input check waits at `checking` (a slow stage before generation), and passes. */
-  const slowGuard = (checking: ReturnType<typeof gate>): Guard => new Guard({
-    thresholds: async () => ({ harmful: 0.5, code: 0.5 }),
-    score: async (texts) => {
-      await checking.passed();
-      return texts.map(() => [{ harmful: 0.01, codes: Object.fromEntries(TEXT_CODES.map((c) => [c, 0.01])) as never }]);
-    },
-  } satisfies TextScorer);
+  const slowGuard = (checking: ReturnType<typeof gate>): Guard => new Guard(scriptedTextScorer(undefined, () => checking.passed()));
   const guarded = (content: string) => ({ ...hello, max_tokens: 5, messages: [{ role: 'system', content: '<guard>S1</guard>' }, { role: 'user', content }] });
 
   it('settles the reservation of a caller who left before its turn for the busy slot, and the slot serves on', async () => {

@@ -52,7 +52,6 @@ describe('the image classifier (nsfwjs, and blood on a person or animal)', () =>
 
 /** The text classifier is not under test here: only image codes are asked for, so it must not be called. */
 const unusedText: TextScorer = {
-  thresholds: () => assert.fail('the text classifier was called for image codes'),
   score: () => assert.fail('the text classifier was called for image codes'),
 };
 

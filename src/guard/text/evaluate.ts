@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
-import { matchedTextCodes, type TextClassifier } from './text-classifier.ts';
+import { matchedTextCodes, type Reading, type TextClassifier, type Thresholds } from './text-classifier.ts';
 
 /** A labelled text: its codes ([] when safe) and its kind (harmful, lookalike, benign; long: a harmless request with its materials, read span by span; technical: a README or code chunk the heads learn). */
 export interface LabelledText {
@@ -28,13 +28,16 @@ export interface GuardQuality {
   confusion: Record<string, Record<string, number>>;
 }
 
+/** Each reading's thresholds, for a bench's report. */
+export const describeThresholds = (t: Record<Reading, Thresholds>) =>
+  `a text of one window: harmful ${t.whole.harmful}, code ${t.whole.code}; a longer text: harmful ${t.spans.harmful}, code ${t.spans.code}`;
+
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Number((a / b).toFixed(3)));
 
 /** Runs the classifier on a labelled set and measures it as a guard would be used. */
 export async function evaluate(classifier: TextClassifier, labelled: LabelledText[]): Promise<GuardQuality> {
-  const thresholds = await classifier.thresholds();
   const scores = await classifier.score(labelled.map((l) => l.text));
-  const matched = scores.map((spans) => [...matchedTextCodes(spans, TEXT_CODES, thresholds).keys()]);
+  const matched = scores.map((reading) => [...matchedTextCodes(reading, TEXT_CODES).keys()]);
   const harmful = labelled.map((l) => l.codes.length > 0);
   const blocked = matched.map((m) => m.length > 0);
   const count = (pick: (i: number) => boolean) => labelled.filter((_, i) => pick(i)).length;

@@ -5,11 +5,14 @@
                                                  --heads-only: never read by the fine-tuning),
                                                  writes them; --forms: evasion forms built from
                                                  the threshold part, judged there, never fitted
-  guard_worker.py serve HEADS_JSON               one JSON request per line on stdin, one answer per
+  guard_worker.py serve HEADS_JSON SPANS_HEADS_JSON
+                                                 one JSON request per line on stdin, one answer per
                                                  line on stdout: {"texts": [...], "scope": KEY?}
                                                  -> {"scores": per text, per span [harmful, S1,
-                                                 ..., S14], "read": windows read}; the first line
-                                                 out names the codes and thresholds
+                                                 ..., S14], "readings": per text "whole" (one
+                                                 window, HEADS_JSON's) or "spans" (SPANS_HEADS_JSON's),
+                                                 "read": windows read}; the first line out names
+                                                 the codes and each reading's thresholds
   guard_worker.py embed                          the same protocol for the semantic cache:
                                                  {"texts": [...]} -> {"vectors": per text, its
                                                  embedding (384 floats), the text read whole up to
@@ -33,9 +36,11 @@ longer than a window in overlapping windows (Encoder.windows); it matches a code
 spans does, so a harmful sentence cannot hide in a long benign text (in a window of harmless
 sentences its meaning would be averaged away). The heads also learn from each sentence of the
 harmless training texts alone (fragments), and from the spans of long harmless texts, as a long
-text is judged.
+text is judged. Two sets of heads may be fitted so, one for a text of one window and one for a
+longer text (READINGS).
 """
 import base64
+import functools
 import itertools
 import json
 import os
@@ -273,20 +278,47 @@ def train(heads_path, paths, heads_only=(), forms=()):
                    "out_of_fold": chosen["out_of_fold"], "heads": to_json(fit_heads(x[fitted], fit_rows))}, out)
 
 
-def serve(heads_path):
-    with open(heads_path, encoding="utf-8") as f:
-        saved = json.load(f)
-    heads = from_json(saved["heads"])
+# The two readings of a text (Encoder.windows), each judged by heads of its own. A text of one window
+# (nearly every request) and a text read span by span can need different heads: heads that also learnt
+# technical text pass long READMEs and code that the others read as attacks on an interpreter, but flag
+# more short look-alikes ("how do I kill a stuck process"). As shipped both are one fit; the Makefile's
+# GUARD_SPANS_HEADS_ONLY fits the second on more sets (README, "Two readings").
+READINGS = ("whole", "spans")
+
+
+def reading_of(windows):
+    return "whole" if len(windows) == 1 else "spans"
+
+
+def read_windows(encoder, heads, windows):
+    return scores_of(encoder.model.embed(windows), heads).round(4).tolist()
+
+
+def serve(heads_path, spans_heads_path):
+    saved = {}
+    for reading, path in zip(READINGS, (heads_path, spans_heads_path)):
+        with open(path, encoding="utf-8") as f:
+            saved[reading] = json.load(f)
     encoder = Encoder(heads_path)
     cache = SpanCache(SPAN_CACHE)
-    read = lambda windows: scores_of(encoder.model.embed(windows), heads).round(4).tolist()  # noqa: E731
-    print(json.dumps({"ready": True, "codes": saved["codes"], "thresholds": saved["thresholds"]}), flush=True)
+    readers = {reading: functools.partial(read_windows, encoder, from_json(s["heads"])) for reading, s in saved.items()}
+    print(json.dumps({"ready": True, "codes": saved["whole"]["codes"],
+                      "thresholds": {reading: s["thresholds"] for reading, s in saved.items()}}), flush=True)
     for line in sys.stdin:
         try:
             request = json.loads(line)
             windows = [encoder.windows(text) for text in request["texts"]]
-            scores, count = cache.scores(windows, request.get("scope"), read)
-            print(json.dumps({"scores": scores, "read": count}), flush=True)
+            readings = [reading_of(w) for w in windows]
+            scores, count = [None] * len(windows), 0
+            for reading in READINGS:
+                which = [i for i, r in enumerate(readings) if r == reading]
+                # The reading is part of the cache's scope: the same window read by the other heads scores otherwise.
+                scope = None if request.get("scope") is None else (reading, request["scope"])
+                found, read = cache.scores([windows[i] for i in which], scope, readers[reading])
+                for i, spans in zip(which, found):
+                    scores[i] = spans
+                count += read
+            print(json.dumps({"scores": scores, "readings": readings, "read": count}), flush=True)
         except Exception as err:  # one bad request must not end the worker
             print(json.dumps({"error": str(err)}), flush=True)
 
@@ -316,4 +348,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "embed":
         serve_embeddings()
     else:
-        serve(sys.argv[2])
+        serve(sys.argv[2], sys.argv[3])

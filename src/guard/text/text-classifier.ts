@@ -20,12 +20,25 @@ export interface Thresholds {
   code: number;
 }
 
+/**
+ * How a text was read (guard_worker.py READINGS): `whole`, a text of one window, nearly every
+ * request; or `spans`, a longer text read span by span. Each has its own heads and thresholds.
+ */
+export type Reading = 'whole' | 'spans';
+
+/** A text's spans, scored, and the thresholds of the heads that read it. */
+export interface TextReading {
+  spans: TextScores[];
+  thresholds: Thresholds;
+}
+
 /** `timeoutMs` and the queue's bounds (a caller's share: one caller's long texts do not hold everyone's up). */
 export interface TextClassifierOptions extends QueueLimits {
   /** The Python of the guard's environment (`.venv-guard`). */
   python: string;
-  /** The heads fitted by `guard_worker.py train` (`make setup` writes them). */
+  /** The heads fitted by `guard_worker.py train` (`make setup` writes them): a text of one window's, and a longer text's. */
   headsPath: string;
+  spansHeadsPath: string;
   /** Windows whose scores the worker keeps, per API key (span_cache.py); 0: none. */
   spanCache: number;
   threads: number;
@@ -38,36 +51,45 @@ export interface TextClassifierOptions extends QueueLimits {
  * once and fed batches of texts.
  */
 export class TextClassifier {
-  private readonly worker: LineWorker<{ texts: string[]; scope?: string }, { scores: number[][][]; read: number }>;
+  private readonly worker: LineWorker<{ texts: string[]; scope?: string }, { scores: number[][][]; readings: Reading[]; read: number }>;
   /** Windows the encoder read, and windows answered without a reading of their own (read before for the key, or repeated in one request). */
   readonly windows = { read: 0, reused: 0 };
 
   constructor(options: TextClassifierOptions) {
     this.worker = new LineWorker({
-      name: 'the text guard', command: options.python, args: [SCRIPT, 'serve', options.headsPath],
+      name: 'the text guard', command: options.python, args: [SCRIPT, 'serve', options.headsPath, options.spansHeadsPath],
       env: { GUARD_THREADS: String(options.threads), GUARD_SPAN_CACHE: String(options.spanCache) }, timeoutMs: options.timeoutMs, maxQueued: options.maxQueued, perCaller: options.perCaller,
     });
   }
 
-  async thresholds(): Promise<Thresholds> {
-    return (await this.worker.hello()).thresholds as Thresholds;
+  async warm(): Promise<void> {
+    await this.worker.hello();
+  }
+
+  /** Each reading's thresholds (starting the worker, and loading its models, if needed). */
+  async thresholds(): Promise<Record<Reading, Thresholds>> {
+    return (await this.worker.hello()).thresholds as Record<Reading, Thresholds>;
   }
 
   /**
-   * Per text, the scores of each of its spans. A window already read for the same key is not read
+   * Per text, the scores of each of its spans and the thresholds they are held to. A window already read for the same key is not read
    * again (a conversation resends its earlier turns); without a requester, or for a
    * zero-data-retention one, nothing is looked up or kept.
    */
-  async score(texts: string[], requester?: Requester): Promise<TextScores[][]> {
+  async score(texts: string[], requester?: Requester): Promise<TextReading[]> {
     if (texts.length === 0) return [];
     const scope = requester && !requester.zdr ? requester.keyId : undefined;
-    const { scores, read } = await this.worker.request({ texts, ...(scope === undefined ? {} : { scope }) }, requester?.keyId);
+    const [thresholds, { scores, readings, read }] = await Promise.all([
+      this.thresholds(), this.worker.request({ texts, ...(scope === undefined ? {} : { scope }) }, requester?.keyId)]);
     this.windows.read += read;
     this.windows.reused += scores.reduce((sum, spans) => sum + spans.length, 0) - read;
-    return scores.map((spans) => spans.map(([harmful, ...codes]) => ({
-      harmful: harmful!,
-      codes: Object.fromEntries(TEXT_CODES.map((code, i) => [code, codes[i]!])) as Record<TextCode, number>,
-    })));
+    return scores.map((spans, i) => ({
+      thresholds: thresholds[readings[i]!],
+      spans: spans.map(([harmful, ...codes]) => ({
+        harmful: harmful!,
+        codes: Object.fromEntries(TEXT_CODES.map((code, j) => [code, codes[j]!])) as Record<TextCode, number>,
+      })),
+    }));
   }
 
   close(): Promise<void> {
@@ -77,9 +99,9 @@ export class TextClassifier {
 
 /**
  * The codes among `wanted` that a text matches, each with its best score: a code matches when,
- * in one and the same span, the harmful score and the code's both pass.
+ * in one and the same span, the harmful score and the code's both pass their thresholds.
  */
-export function matchedTextCodes(spans: TextScores[], wanted: readonly TextCode[], thresholds: Thresholds): Map<TextCode, number> {
+export function matchedTextCodes({ spans, thresholds }: TextReading, wanted: readonly TextCode[]): Map<TextCode, number> {
   const matched = new Map<TextCode, number>();
   for (const span of spans) {
     if (span.harmful < thresholds.harmful) continue;
