@@ -139,11 +139,11 @@ GUARD_HEADS_INPUTS := $(GUARD_ENCODER) $(GUARD_FORMS) .cache/guard-data/.complet
 fit-heads = scripts/fit-guard-heads.sh $@ $(GUARD_SETS) $(if $1,--heads-only $1) --forms $(GUARD_FORMS)
 
 $(GUARD_HEADS): $(GUARD_HEADS_INPUTS) $(filter src/%,$(GUARD_HEADS_ONLY))
-	@echo "==> fitting the text guard's heads for a text of one window (ten minutes or so)"
+	@echo "==> the text guard's heads for a text of one window (a fit of ten minutes or so, or a copy from the build cache)"
 	$(call fit-heads,$(GUARD_HEADS_ONLY))
 
 $(GUARD_SPANS_HEADS): $(GUARD_HEADS_INPUTS) $(filter src/%,$(GUARD_SPANS_HEADS_ONLY))
-	@echo "==> fitting the text guard's heads for a longer text (ten minutes or so)"
+	@echo "==> the text guard's heads for a longer text (a fit of ten minutes or so, or a copy from the build cache)"
 	$(call fit-heads,$(GUARD_SPANS_HEADS_ONLY))
 
 $(MODEL): scripts/install-model.sh

@@ -57,6 +57,7 @@ it("README's configuration table lists every setting with the schema's default",
     VALIDATE_RESPONSES: [/^`true` unless `NODE_ENV=production`$/, loadConfig({}).validateResponses, true],
     ENGINE: [/^`upstream` when `UPSTREAM_BASE_URL` is set, else `local`$/, loadConfig({}).engine, 'local'],
     THREADS: [/^the machine's cores$/, loadConfig({}).local.threads, availableParallelism()],
+    GUARD_SPANS_HEADS: [/^`heads-spans.json` beside `GUARD_HEADS`$/, loadConfig({ GUARD_HEADS: '/srv/guard/heads.json' }).guard.spansHeadsPath, '/srv/guard/heads-spans.json'],
   };
   const defaults: Record<string, unknown> = ENV.parse({});
   const root = fileURLToPath(new URL('../', import.meta.url));
