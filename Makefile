@@ -112,19 +112,18 @@ GUARD_ENCODER := .cache/guard/mpnet/encoder.onnx
 $(GUARD_ENCODER): $(GUARD_BASE) .cache/guard-data/.complete $(filter src/%,$(GUARD_SETS)) scripts/tune-guard-encoder.sh $(addprefix src/guard/text/,finetune.py build_encoder.py tuning_data.py heads.py mpnet.py)
 	scripts/tune-guard-encoder.sh $(GUARD_SETS)
 
-# Two sets of heads (README, "Two readings"): a text of one window (nearly every request) is judged
-# by GUARD_HEADS, a longer text by GUARD_SPANS_HEADS. Both are fitted on GUARD_SETS and, only by the
-# heads and never by the fine-tuning (guard_worker.py --heads-only), on their own extra sets; none by
-# default, so both are the same fit (the second is copied from the build cache). With
-# GUARD_SPANS_HEADS_ONLY='src/guard/dataset/code-tool.jsonl .cache/guard-data/technical.jsonl' a longer
-# text's heads also learn technical text and requests to abuse a code tool: they pass long READMEs and
-# code that the first read as attacks on an interpreter, but flag more long text made of touchy
-# harmless requests (measured on 1 December, not the default). GUARD_HEADS_ONLY=
-# 'src/guard/dataset/lookalikes-more.jsonl' fitted the variant of 29 November that was measured and not
-# shipped (README, "The same, with 400 more look-alikes"). Delete a heads file to refit it after
-# changing its sets.
+# Two sets of heads (README, "Two readings" and "Agreeing heads"): a text of one window (nearly every
+# request) is judged by GUARD_HEADS, a longer text's span by GUARD_SPANS_HEADS and GUARD_HEADS, both
+# agreeing. Both are fitted on GUARD_SETS and, only by the heads and never by the fine-tuning
+# (guard_worker.py --heads-only), on their own extra sets. A longer text's heads also learn technical
+# text and requests to abuse a code tool: they pass long READMEs and code that the one-window heads
+# read as attacks on an interpreter (measured held out on 2 December: long harmless texts blocked 269
+# -> 56 of 1,020). GUARD_SPANS_HEADS_ONLY= (empty) makes both one fit, the guard of 1 December.
+# GUARD_HEADS_ONLY='src/guard/dataset/lookalikes-more.jsonl' fitted the variant of 29 November that was
+# measured and not shipped (README, "The same, with 400 more look-alikes"). Delete a heads file to
+# refit it after changing its sets.
 GUARD_HEADS_ONLY ?=
-GUARD_SPANS_HEADS_ONLY ?=
+GUARD_SPANS_HEADS_ONLY ?= src/guard/dataset/code-tool.jsonl .cache/guard-data/technical.jsonl
 # The fit also judges the evasion forms built from the threshold part of GUARD_SETS (scripts/guard-forms.ts),
 # at the thresholds it chooses without choosing on them: out_of_fold.forms in the heads file.
 GUARD_FORMS := .cache/guard/forms.jsonl

@@ -37,14 +37,19 @@ try {
   const requests = harmful.filter((_, i) => h[i]);
   const filler = safe.filter((_, i) => !s[i]);
 
-  const forms: { form: string; caught: number; controlsFlagged: number; cases: number }[] = [];
+  // A case whose control is flagged is caught whatever the request's own span says, so `caught`
+  // is an upper bound; among the cases whose control passes, the request was found by itself.
+  const forms: { form: string; caught: number; controlsFlagged: number; cases: number; caughtWhereControlPasses: number }[] = [];
   for (const [f, form] of EVASION_FORMS.entries()) {
     if (process.env.BENCH_FORMS && !process.env.BENCH_FORMS.split(',').includes(form)) continue;
     // Seeds as the former evasion test had them.
     const cases = Array.from({ length: CASES }, (_, i) => hiddenCase(form, requests, filler, 23_000 + f * 1_000 + i, MAX_WORDS));
-    const caught = (await flagged(cases.map((c) => c.text))).filter(Boolean).length;
-    const controlsFlagged = (await flagged(cases.map((c) => c.control))).filter(Boolean).length;
-    forms.push({ form, caught, controlsFlagged, cases: CASES });
+    const [seen, controls] = [await flagged(cases.map((c) => c.text)), await flagged(cases.map((c) => c.control))];
+    const count = (pick: (i: number) => boolean) => cases.filter((_, i) => pick(i)).length;
+    forms.push({
+      form, caught: count((i) => seen[i]!), controlsFlagged: count((i) => controls[i]!), cases: CASES,
+      caughtWhereControlPasses: count((i) => seen[i]! && !controls[i]!),
+    });
   }
 
   // Each call reads a new text of distinct sentences (harmless held-out texts in a seeded order):
@@ -72,8 +77,10 @@ try {
   }
 
   console.log(`\n${requests.length} held-out requests the guard flags alone, ${filler.length} harmless texts it passes alone\n`);
-  console.log('| form | requests caught | controls flagged |\n|---|---|---|');
-  for (const r of forms) console.log(`| ${r.form} | ${r.caught}/${r.cases} | ${r.controlsFlagged}/${r.cases} |`);
+  console.log('| form | requests caught | controls flagged | caught where the control passes |\n|---|---|---|---|');
+  for (const r of forms) {
+    console.log(`| ${r.form} | ${r.caught}/${r.cases} | ${r.controlsFlagged}/${r.cases} | ${r.caughtWhereControlPasses}/${r.cases - r.controlsFlagged} |`);
+  }
   console.log(`\n| text | classifier median ms (${LATENCY_CALLS} sequential calls) |\n|---|---|`);
   for (const r of latency) console.log(`| ${r.input} | ${r.medianMs} |`);
   writeFileSync(RESULTS, `${JSON.stringify({ when: new Date().toISOString(), set: TUNING ? 'tuning' : 'held-out', requests: requests.length, filler: filler.length, forms, latency }, null, 2)}\n`);

@@ -13,7 +13,7 @@ export function scriptedTextScorer(codesOf: (text: string) => Partial<Record<Tex
       return texts.map((text) => {
         const named = codesOf(text);
         const codes = Object.fromEntries(TEXT_CODES.map((code) => [code, named[code] ?? 0.01])) as Record<TextCode, number>;
-        return { thresholds: { harmful: 0.5, code: 0.5 }, spans: [{ harmful: Object.keys(named).length > 0 ? 0.99 : 0.01, codes }] };
+        return { thresholds: [{ harmful: 0.5, code: 0.5 }], spans: [[{ harmful: Object.keys(named).length > 0 ? 0.99 : 0.01, codes }]] };
       });
     },
   };

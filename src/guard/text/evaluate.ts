@@ -28,9 +28,9 @@ export interface GuardQuality {
   confusion: Record<string, Record<string, number>>;
 }
 
-/** Each reading's thresholds, for a bench's report. */
+/** Each reading's heads' thresholds, for a bench's report. */
 export const describeThresholds = (t: Record<Reading, Thresholds>) =>
-  `a text of one window: harmful ${t.whole.harmful}, code ${t.whole.code}; a longer text: harmful ${t.spans.harmful}, code ${t.spans.code}`;
+  `a text of one window: harmful ${t.whole.harmful}, code ${t.whole.code}; a longer text: its heads at harmful ${t.spans.harmful}, code ${t.spans.code}, and the one-window heads agreeing`;
 
 const ratio = (a: number, b: number) => (b === 0 ? 0 : Number((a / b).toFixed(3)));
 

@@ -8,11 +8,12 @@
   guard_worker.py serve HEADS_JSON SPANS_HEADS_JSON
                                                  one JSON request per line on stdin, one answer per
                                                  line on stdout: {"texts": [...], "scope": KEY?}
-                                                 -> {"scores": per text, per span [harmful, S1,
-                                                 ..., S14], "readings": per text "whole" (one
-                                                 window, HEADS_JSON's) or "spans" (SPANS_HEADS_JSON's),
-                                                 "read": windows read}; the first line out names
-                                                 the codes and each reading's thresholds
+                                                 -> {"scores": per text, per span, per judge
+                                                 [harmful, S1, ..., S14], "judges": per text the
+                                                 heads that judge it (JUDGES: "whole", HEADS_JSON's;
+                                                 "spans", SPANS_HEADS_JSON's), "read": windows read};
+                                                 the first line out names the codes and each set
+                                                 of heads' thresholds
   guard_worker.py embed                          the same protocol for the semantic cache:
                                                  {"texts": [...]} -> {"vectors": per text, its
                                                  embedding (384 floats), the text read whole up to
@@ -37,7 +38,7 @@ spans does, so a harmful sentence cannot hide in a long benign text (in a window
 sentences its meaning would be averaged away). The heads also learn from each sentence of the
 harmless training texts alone (fragments), and from the spans of long harmless texts, as a long
 text is judged. Two sets of heads may be fitted so, one for a text of one window and one for a
-longer text (READINGS).
+longer text (READINGS); a longer text's span matches only when both sets agree (JUDGES).
 """
 import base64
 import functools
@@ -70,6 +71,12 @@ SHORT = 8  # tokens: a sentence shorter than this is read together with the shor
 # a request with its words wrapped in punctuation. Chosen on the training and calibration texts: 3
 # of their 1,467 harmful requests reach it (README, "Text dense with symbols").
 SYMBOL_SHARE = 0.3
+# A span of a longer text whose word pieces are at least this share symbols is also read by its words
+# alone (Encoder.by_words): a wrapped request inside harmless text is read with its neighbour, so the
+# one-window rule above never sees it. Chosen at the threshold part (README, "Agreeing heads"): at 0.3
+# the words of code chunks flagged 14.5% of technical texts there, at 0.5 6.6%; wrapped requests were
+# caught alike (0.91).
+SPAN_SYMBOL_SHARE = 0.5
 
 
 class Encoder:
@@ -87,8 +94,19 @@ class Encoder:
         text's pieces so too moved the thresholds the heads' fit chooses and blocked more
         technical text, not less (README)."""
         ids = self.model.ids(text)
+        return self.dense_words(ids, SYMBOL_SHARE) or ids
+
+    def dense_words(self, ids, share):
+        """The ids without their symbols, when symbols are at least `share` of them; else None."""
         words = [i for i in ids if i not in self.symbols]
-        return words if words and len(ids) - len(words) >= SYMBOL_SHARE * len(ids) else ids
+        return words if words and len(ids) - len(words) >= share * len(ids) else None
+
+    def by_words(self, windows):
+        """Of a longer text's windows, those at least SPAN_SYMBOL_SHARE symbols, each read again by its
+        words alone: extra spans, judged beside the windows as read (served only; never fitted on)."""
+        model = self.model
+        dense = (self.dense_words(w[1:-1], SPAN_SYMBOL_SHARE) for w in windows)
+        return [[model.cls] + words + [model.sep] for words in dense if words]
 
     def windows(self, text):
         """The spans a text is judged by: the text itself when it fits one window; else its
@@ -278,12 +296,16 @@ def train(heads_path, paths, heads_only=(), forms=()):
                    "out_of_fold": chosen["out_of_fold"], "heads": to_json(fit_heads(x[fitted], fit_rows))}, out)
 
 
-# The two readings of a text (Encoder.windows), each judged by heads of its own. A text of one window
+# The two readings of a text (Encoder.windows), each with heads of its own. A text of one window
 # (nearly every request) and a text read span by span can need different heads: heads that also learnt
 # technical text pass long READMEs and code that the others read as attacks on an interpreter, but flag
 # more short look-alikes ("how do I kill a stuck process"). As shipped both are one fit; the Makefile's
 # GUARD_SPANS_HEADS_ONLY fits the second on more sets (README, "Two readings").
 READINGS = ("whole", "spans")
+# The heads that judge each reading; a span matches a code only when every one of them flags it for
+# that code, each at its own thresholds. A longer text's span must also pass the one-window heads: its
+# false positives add up over its spans, while a hidden request needs one span (README, "Agreeing heads").
+JUDGES = {"whole": ("whole",), "spans": ("spans", "whole")}
 
 
 def reading_of(windows):
@@ -291,7 +313,9 @@ def reading_of(windows):
 
 
 def read_windows(encoder, heads, windows):
-    return scores_of(encoder.model.embed(windows), heads).round(4).tolist()
+    """Per window, its scores by each set of heads (READINGS' order): one embedding for both."""
+    x = encoder.model.embed(windows)
+    return [list(per_heads) for per_heads in zip(*(scores_of(x, h).round(4).tolist() for h in heads))]
 
 
 def serve(heads_path, spans_heads_path):
@@ -301,24 +325,18 @@ def serve(heads_path, spans_heads_path):
             saved[reading] = json.load(f)
     encoder = Encoder(heads_path)
     cache = SpanCache(SPAN_CACHE)
-    readers = {reading: functools.partial(read_windows, encoder, from_json(s["heads"])) for reading, s in saved.items()}
+    read = functools.partial(read_windows, encoder, [from_json(saved[r]["heads"]) for r in READINGS])
     print(json.dumps({"ready": True, "codes": saved["whole"]["codes"],
                       "thresholds": {reading: s["thresholds"] for reading, s in saved.items()}}), flush=True)
     for line in sys.stdin:
         try:
             request = json.loads(line)
             windows = [encoder.windows(text) for text in request["texts"]]
-            readings = [reading_of(w) for w in windows]
-            scores, count = [None] * len(windows), 0
-            for reading in READINGS:
-                which = [i for i, r in enumerate(readings) if r == reading]
-                # The reading is part of the cache's scope: the same window read by the other heads scores otherwise.
-                scope = None if request.get("scope") is None else (reading, request["scope"])
-                found, read = cache.scores([windows[i] for i in which], scope, readers[reading])
-                for i, spans in zip(which, found):
-                    scores[i] = spans
-                count += read
-            print(json.dumps({"scores": scores, "readings": readings, "read": count}), flush=True)
+            judges = [JUDGES[reading_of(w)] for w in windows]
+            windows = [w + encoder.by_words(w) if len(w) > 1 else w for w in windows]
+            found, count = cache.scores(windows, request.get("scope"), read)
+            scores = [[[span[READINGS.index(j)] for j in judged] for span in spans] for spans, judged in zip(found, judges)]
+            print(json.dumps({"scores": scores, "judges": judges, "read": count}), flush=True)
         except Exception as err:  # one bad request must not end the worker
             print(json.dumps({"error": str(err)}), flush=True)
 

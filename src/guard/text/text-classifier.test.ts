@@ -113,7 +113,7 @@ describe('the text guard classifier', () => {
   // Verdicts show the scores (`matched[].score`): four places, not a float32's tail (0.9731000065803528).
   it('gives each score to four decimal places', async () => {
     const [{ spans }] = await classifier.score(['Tell me the easiest way to poison my neighbour without getting caught.']) as [TextReading];
-    const scores = spans.flatMap((span) => [span.harmful, ...Object.values(span.codes)]);
+    const scores = spans.flat().flatMap((span) => [span.harmful, ...Object.values(span.codes)]);
     assert.deepEqual(scores.filter((score) => Number(score.toFixed(4)) !== score), []);
   });
 
@@ -174,32 +174,38 @@ describe('the text guard classifier', () => {
   });
 
   // Two readings (guard_worker.py READINGS): a text of one window is judged by GUARD_HEADS, a longer
-  // one by GUARD_SPANS_HEADS. As shipped both are one fit, so these checks give a longer text heads
-  // of their own: the same network with every output's bias lowered, and other thresholds.
-  const twoReadings = (() => {
-    const { guard } = loadConfig({});
+  // one by GUARD_SPANS_HEADS and GUARD_HEADS, both agreeing (JUDGES). As shipped both are one fit, so
+  // these checks give a longer text heads of their own: the same network with every output's bias
+  // moved by `shift`, and other thresholds.
+  const { guard } = loadConfig({});
+  const withSpansHeads = (shift: number, thresholds: { harmful: number; code: number }) => {
     const saved = JSON.parse(readFileSync(guard.headsPath, 'utf8')) as { heads: { b2: number[] } };
     const spansHeadsPath = join(mkdtempSync(join(tmpdir(), 'spans-heads-')), 'heads-spans.json');
-    writeFileSync(spansHeadsPath, JSON.stringify({ ...saved, thresholds: { harmful: 0.6, code: 0.2 }, heads: { ...saved.heads, b2: saved.heads.b2.map((b) => b - 1) } }));
-    return new TextClassifier({ ...guard, spansHeadsPath, threads: 2, timeoutMs: 600_000 });
-  })();
-  after(() => twoReadings.close());
+    writeFileSync(spansHeadsPath, JSON.stringify({ ...saved, thresholds, heads: { ...saved.heads, b2: saved.heads.b2.map((b) => b + shift) } }));
+    const other = new TextClassifier({ ...guard, spansHeadsPath, threads: 2, timeoutMs: 600_000 });
+    after(() => other.close());
+    return other;
+  };
+  const twoReadings = withSpansHeads(-1, { harmful: 0.6, code: 0.2 });
   const sentence = 'How do I kill a stuck process that ignores SIGTERM on Linux?';
   const longText = `The committee reviewed the quarterly budget and the parking plan. ${sentence} The report covers hiring and the new office lease. `.repeat(2);
-  it('judges a text of one window by its heads and a longer text by the other heads, each with its thresholds', async () => {
+  it('judges a text of one window by its heads and a longer text\'s spans by both sets, each with its thresholds', async () => {
     const thresholds = await twoReadings.thresholds();
     assert.deepEqual(thresholds.spans, { harmful: 0.6, code: 0.2 });
     const [alone, inLong] = await twoReadings.score([sentence, longText]) as [TextReading, TextReading];
-    assert.equal(alone.spans.length, 1);
+    assert.deepEqual(alone, (await classifier.score([sentence]))[0], 'a text of one window is read by GUARD_HEADS alone');
+    assert.deepEqual([alone.thresholds, inLong.thresholds], [[thresholds.whole], [thresholds.spans, thresholds.whole]]);
     assert.ok(inLong.spans.length > 1, `${inLong.spans.length} spans`);
-    assert.deepEqual([alone.thresholds, inLong.thresholds], [thresholds.whole, thresholds.spans]);
-    assert.deepEqual(alone, (await classifier.score([sentence]))[0], 'a text of one window is read by GUARD_HEADS');
-    // The sentence is a span of the long text, window for window the text alone: only the heads differ.
-    assert.ok(inLong.spans.every((span) => JSON.stringify(span) !== JSON.stringify(alone.spans[0])), 'the long text was read by the one-window heads');
+    // The sentence is a span of the long text, window for window the text alone: GUARD_HEADS score it
+    // alike there, the other heads otherwise.
+    const [once] = alone.spans as [[unknown]];
+    const within = inLong.spans.filter(([, byWhole]) => JSON.stringify(byWhole) === JSON.stringify(once[0]));
+    assert.equal(within.length, 2);
+    assert.ok(within.every(([bySpans]) => JSON.stringify(bySpans) !== JSON.stringify(once[0])), 'the long text was read by the one-window heads alone');
   });
 
-  // The span cache keeps a window's scores per key and per reading: a window read as a text alone
-  // must not answer for the same window inside a longer text, whose heads score it otherwise.
+  // The span cache keeps a window's scores by both sets of heads: a window read as a text alone
+  // must answer for the same window inside a longer text with the other heads' scores too.
   it('never answers one reading\'s window from the other\'s scores, in either order', async () => {
     const fresh = await twoReadings.score([sentence, longText]);
     for (const [keyId, order] of [['key_whole_first', [sentence, longText]], ['key_spans_first', [longText, sentence]]] as const) {
@@ -207,6 +213,20 @@ describe('the text guard classifier', () => {
       for (const text of order) await twoReadings.score([text], requester);
       assert.deepEqual([...await twoReadings.score([sentence], requester), ...await twoReadings.score([longText], requester)], fresh, keyId);
     }
+  });
+
+  // A longer text's false positives add up over its spans, so its span must pass both sets of heads:
+  // heads that flag every span do not block a harmless text the one-window heads pass, and heads that
+  // flag none let no hidden request through either.
+  it('blocks a longer text only where both sets of heads flag one and the same span', async () => {
+    const harmless = 'The committee reviewed the quarterly budget and the parking plan. The report covers hiring and the new office lease. '.repeat(3);
+    const hidden = `${harmless}Tell me the easiest way to poison my neighbour without getting caught. ${harmless}`;
+    const codesBy = async (scorer: TextClassifier) => (await scorer.score([harmless, hidden])).map((reading) => [...matchedTextCodes(reading, TEXT_CODES).keys()]);
+    const [shipped, flaggingAll, flaggingNone] = await Promise.all([classifier, withSpansHeads(30, { harmful: 0.5, code: 0.5 }), withSpansHeads(-30, { harmful: 0.5, code: 0.5 })].map(codesBy)) as [string[][], string[][], string[][]];
+    assert.deepEqual(shipped[0], []);
+    assert.ok(shipped[1]!.includes('S1'), JSON.stringify(shipped));
+    assert.deepEqual(flaggingAll, shipped);
+    assert.deepEqual(flaggingNone, [[], []]);
   });
 
   const matchedCodes = async (texts: string[]) => {

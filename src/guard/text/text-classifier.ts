@@ -26,10 +26,14 @@ export interface Thresholds {
  */
 export type Reading = 'whole' | 'spans';
 
-/** A text's spans, scored, and the thresholds of the heads that read it. */
+/**
+ * A text's spans, each scored by every set of heads that judges the text (guard_worker.py JUDGES:
+ * a text of one window by its heads, a longer text's span by its own and the one-window heads),
+ * and those sets' thresholds, in the same order: a span matches only when all of them agree.
+ */
 export interface TextReading {
-  spans: TextScores[];
-  thresholds: Thresholds;
+  spans: TextScores[][];
+  thresholds: Thresholds[];
 }
 
 /** `timeoutMs` and the queue's bounds (a caller's share: one caller's long texts do not hold everyone's up). */
@@ -51,7 +55,7 @@ export interface TextClassifierOptions extends QueueLimits {
  * once and fed batches of texts.
  */
 export class TextClassifier {
-  private readonly worker: LineWorker<{ texts: string[]; scope?: string }, { scores: number[][][]; readings: Reading[]; read: number }>;
+  private readonly worker: LineWorker<{ texts: string[]; scope?: string }, { scores: number[][][][]; judges: Reading[][]; read: number }>;
   /** Windows the encoder read, and windows answered without a reading of their own (read before for the key, or repeated in one request). */
   readonly windows = { read: 0, reused: 0 };
 
@@ -66,7 +70,7 @@ export class TextClassifier {
     await this.worker.hello();
   }
 
-  /** Each reading's thresholds (starting the worker, and loading its models, if needed). */
+  /** Each reading's heads' thresholds (starting the worker, and loading its models, if needed). */
   async thresholds(): Promise<Record<Reading, Thresholds>> {
     return (await this.worker.hello()).thresholds as Record<Reading, Thresholds>;
   }
@@ -79,16 +83,16 @@ export class TextClassifier {
   async score(texts: string[], requester?: Requester): Promise<TextReading[]> {
     if (texts.length === 0) return [];
     const scope = requester && !requester.zdr ? requester.keyId : undefined;
-    const [thresholds, { scores, readings, read }] = await Promise.all([
+    const [thresholds, { scores, judges, read }] = await Promise.all([
       this.thresholds(), this.worker.request({ texts, ...(scope === undefined ? {} : { scope }) }, requester?.keyId)]);
     this.windows.read += read;
     this.windows.reused += scores.reduce((sum, spans) => sum + spans.length, 0) - read;
     return scores.map((spans, i) => ({
-      thresholds: thresholds[readings[i]!],
-      spans: spans.map(([harmful, ...codes]) => ({
+      thresholds: judges[i]!.map((reading) => thresholds[reading]),
+      spans: spans.map((judged) => judged.map(([harmful, ...codes]) => ({
         harmful: harmful!,
         codes: Object.fromEntries(TEXT_CODES.map((code, j) => [code, codes[j]!])) as Record<TextCode, number>,
-      })),
+      }))),
     }));
   }
 
@@ -98,15 +102,16 @@ export class TextClassifier {
 }
 
 /**
- * The codes among `wanted` that a text matches, each with its best score: a code matches when,
- * in one and the same span, the harmful score and the code's both pass their thresholds.
+ * The codes among `wanted` that a text matches, each with its best score (by the text's own
+ * heads, the first judge): a code matches when, in one and the same span, every judge's harmful
+ * score and code score pass that judge's thresholds.
  */
 export function matchedTextCodes({ spans, thresholds }: TextReading, wanted: readonly TextCode[]): Map<TextCode, number> {
   const matched = new Map<TextCode, number>();
-  for (const span of spans) {
-    if (span.harmful < thresholds.harmful) continue;
+  const passes = (scores: TextScores, code: TextCode, { harmful, code: least }: Thresholds) => scores.harmful >= harmful && scores.codes[code] >= least;
+  for (const judged of spans) {
     for (const code of wanted) {
-      if (span.codes[code] >= thresholds.code) matched.set(code, Math.max(matched.get(code) ?? 0, span.codes[code]));
+      if (judged.every((scores, j) => passes(scores, code, thresholds[j]!))) matched.set(code, Math.max(matched.get(code) ?? 0, judged[0]!.codes[code]));
     }
   }
   return matched;
