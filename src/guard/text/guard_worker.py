@@ -299,8 +299,8 @@ def train(heads_path, paths, heads_only=(), forms=()):
 # The two readings of a text (Encoder.windows), each with heads of its own. A text of one window
 # (nearly every request) and a text read span by span can need different heads: heads that also learnt
 # technical text pass long READMEs and code that the others read as attacks on an interpreter, but flag
-# more short look-alikes ("how do I kill a stuck process"). As shipped both are one fit; the Makefile's
-# GUARD_SPANS_HEADS_ONLY fits the second on more sets (README, "Two readings").
+# more short look-alikes ("how do I kill a stuck process"). The Makefile's GUARD_SPANS_HEADS_ONLY fits
+# the second on those sets too (by default; empty, both are one fit: README, "Two readings").
 READINGS = ("whole", "spans")
 # The heads that judge each reading; a span matches a code only when every one of them flags it for
 # that code, each at its own thresholds. A longer text's span must also pass the one-window heads: its
@@ -332,8 +332,9 @@ def serve(heads_path, spans_heads_path):
         try:
             request = json.loads(line)
             windows = [encoder.windows(text) for text in request["texts"]]
-            judges = [JUDGES[reading_of(w)] for w in windows]
-            windows = [w + encoder.by_words(w) if len(w) > 1 else w for w in windows]
+            readings = [reading_of(w) for w in windows]
+            windows = [w + encoder.by_words(w) if r == "spans" else w for w, r in zip(windows, readings)]
+            judges = [JUDGES[r] for r in readings]
             found, count = cache.scores(windows, request.get("scope"), read)
             scores = [[[span[READINGS.index(j)] for j in judged] for span in spans] for spans, judged in zip(found, judges)]
             print(json.dumps({"scores": scores, "judges": judges, "read": count}), flush=True)

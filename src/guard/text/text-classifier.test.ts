@@ -174,9 +174,9 @@ describe('the text guard classifier', () => {
   });
 
   // Two readings (guard_worker.py READINGS): a text of one window is judged by GUARD_HEADS, a longer
-  // one by GUARD_SPANS_HEADS and GUARD_HEADS, both agreeing (JUDGES). As shipped both are one fit, so
-  // these checks give a longer text heads of their own: the same network with every output's bias
-  // moved by `shift`, and other thresholds.
+  // one by GUARD_SPANS_HEADS and GUARD_HEADS, both agreeing (JUDGES). So that what each set decides
+  // is known, these checks give a longer text heads of their own: the one-window network with every
+  // output's bias moved by `shift`, and other thresholds.
   const { guard } = loadConfig({});
   const withSpansHeads = (shift: number, thresholds: { harmful: number; code: number }) => {
     const saved = JSON.parse(readFileSync(guard.headsPath, 'utf8')) as { heads: { b2: number[] } };
