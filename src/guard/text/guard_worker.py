@@ -132,16 +132,6 @@ class Encoder:
         spans = [s for piece, _ in pieces for s in sliding(model.ids(piece), size)]
         return [[model.cls] + s + [model.sep] for s in spans]
 
-    def embed_texts(self, texts):
-        """Per text, the embeddings of its windows."""
-        windows = [self.windows(t) for t in texts]
-        flat = self.model.embed([w for ws in windows for w in ws])
-        result, at = [], 0
-        for ws in windows:
-            result.append(flat[at:at + len(ws)])
-            at += len(ws)
-        return result
-
 
 def with_words(sentences):
     """The sentences, each piece with no letter or digit ("." alone between two sentences, "! !")
