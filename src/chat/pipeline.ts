@@ -11,10 +11,12 @@ export interface Completion {
   /** Response headers a stage adds (the rate-limit headers). */
   headers?: Record<string, string>;
   /**
-   * The guard replaced the answer, or its end: never stored as verified. Set, at the latest,
-   * before the `done` event is passed on (a streamed answer is judged as it goes).
+   * Whether the guard replaced the answer, or its end: such an answer is never stored as verified.
+   * A question, not a value: a streamed answer is judged as it goes, so the answer is known at
+   * `done` at the latest, and a stage that passes the completion on as a copy (with events of its
+   * own) must carry the question, never a value read before the end.
    */
-  blocked?: boolean;
+  blocked?: () => boolean;
 }
 
 export type Next = (ctx: RequestContext) => Promise<Completion>;

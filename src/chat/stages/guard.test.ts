@@ -159,6 +159,25 @@ describe('the guard stage', () => {
     }
   });
 
+  it('never stores a blocked answer in the verified cache with the semantic layer on, streamed or not', async () => {
+    // The semantic layer passes the guard's answer on: a copy of it taken before the output check
+    // ended would never be marked blocked.
+    const embedder = { async embed() { return { vector: new Float32Array([1, 0]), pieces: new Float32Array([1, 0]) }; } };
+    const server = await startTestServer({
+      engine: saying('Sure. NERVE agent time. '), guard: new Guard(scriptedScorer),
+      semantic: { embedder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.02, verifyShare: 0.1 } },
+    });
+    servers.push(server);
+    for (const stream of [false, true]) {
+      for (let i = 0; i < 2; i++) {
+        const res = await postCompletion(server.baseUrl, guarded('S9', `go ${stream}`, { temperature: 0, stream }));
+        const text = await res.text();
+        assert.ok(text.includes('unsafe S9'), text);
+        assert.ok(!text.includes('"vcache":true'), `a blocked answer was served from the cache (stream: ${stream}, asked ${i + 1} times)`);
+      }
+    }
+  });
+
   it('takes the directive out of the system message before the model reads it', async () => {
     const server = await start(createScriptedEngine((request) => [
       { type: 'content', text: request.messages.find((m) => m.role === 'system')!.content },

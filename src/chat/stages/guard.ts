@@ -30,19 +30,20 @@ export function guard(deps: GuardDeps): Stage {
     const [texts, pictures] = await Promise.all([inputTexts(ctx, deps), inputImages(ctx, deps.tasks, codes)]);
     const input = await guard.check('input', texts, codes, pictures, requester);
     const entry = (result: typeof input): PrecontextEntry => ({ name: 'guardrails', result });
-    if (!input.safe) return { events: textAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: true };
+    if (!input.safe) return { events: textAnswer(unsafeAnswer(input)), precontext: [entry(input)], blocked: () => true };
 
     const answer = await next(ctx);
     // The later stages' entries are part of the answer (a task's result is its content): held
     // until the output check has passed it all, so a blocked answer's never reaches the caller,
     // in a stream either. The array is the one the handler writes from, so it is filled in place.
     const held = answer.precontext;
-    const completion: Completion = { ...answer, precontext: [entry(input)] };
+    let blocked = false;
+    const completion: Completion = { ...answer, precontext: [entry(input)], blocked: () => blocked };
     const output: OutputCheck = {
       check: (items) => guard.check('output', items, codes, [], requester),
       onVerdict: (verdict) => {
         if (verdict.safe) completion.precontext.push(...held.splice(0));
-        else completion.blocked = true;
+        else blocked = true;
         completion.precontext.push(entry(verdict));
       },
     };

@@ -158,7 +158,7 @@ function whenVerified(answer: Completion, ctx: RequestContext, learn: (fresh: Fo
   return tapEvents(answer.events, {
     event(event) {
       const folded = fold.add(event);
-      if (folded && !answer.blocked && verified(folded, ctx)) {
+      if (folded && !answer.blocked?.() && verified(folded, ctx)) {
         // A store that fails costs what would have been learned, never the answer.
         learn(folded).catch((err: unknown) => ctx.log.warn(`semantic cache store failed: ${(err as Error).message}`));
       }

@@ -49,7 +49,7 @@ function storeWhenVerified(answer: Completion, ctx: RequestContext, save: (value
   return tapEvents(answer.events, {
     event(event) {
       const folded = fold.add(event);
-      if (folded && !answer.blocked && verified(folded, ctx)) {
+      if (folded && !answer.blocked?.() && verified(folded, ctx)) {
         const value: CachedAnswer = { folded, precontext: answer.precontext };
         // The answer is whole at `done`; a store that fails costs the cache entry, never the answer.
         save(JSON.stringify(value)).catch((err: unknown) => ctx.log.warn(`cache store failed: ${(err as Error).message}`));
