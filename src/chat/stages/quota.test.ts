@@ -3,7 +3,15 @@ import { describe, it } from 'node:test';
 import { createScriptedEngine, echoScript } from '../../engines/scripted-engine.ts';
 import { countingEngine } from '../../testing/counting-engine.ts';
 import { hello, postCompletion, startTestServer } from '../../testing/test-server.ts';
-import { duration } from './quota.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiKeys } from '../../keys/api-keys.ts';
+import { createLogger } from '../../logging.ts';
+import { createEmbeddedStore } from '../../store/embedded-store.ts';
+import { testAttachmentLimits } from '../../testing/attachment-limits.ts';
+import { createRequestContext } from '../request-context.ts';
+import { duration, quota } from './quota.ts';
 import { withQueue } from '../../engines/queued-engine.ts';
 import { Guard } from '../../guard/guard.ts';
 import { scriptedTextScorer } from '../../guard/scripted-text-scorer.ts';
@@ -181,5 +189,30 @@ describe('rate limits', () => {
 
   it('formats durations as clients read them', () => {
     assert.deepEqual([duration(250), duration(1000), duration(1500), duration(60_000), duration(361_000)], ['250ms', '1s', '2s', '1m0s', '6m1s']);
+  });
+});
+
+describe('credits for a cached answer', () => {
+  it('charges nothing for a cache hit its client leaves, whatever the later stages had metered (an answer started ahead and dropped)', async () => {
+    const store = createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), cacheMaxEntries: 10 });
+    const { record } = await new ApiKeys(store, []).create('left', { credits: 1_000_000 });
+    const ctx = createRequestContext({
+      requestId: 'r1', caller: { keyId: record.id, name: 'left', rpm: null, tpm: null }, headers: {}, zdr: false,
+      body: { model: 'service', max_tokens: 8, messages: [{ role: 'user', content: 'p2' }] }, signal: new AbortController().signal,
+    }, { log: createLogger('error'), attachmentLimits: testAttachmentLimits() });
+    const stage = quota(store, { prices: { prompt: 1000, completion: 1000 }, defaults: { rpm: null, tpm: null } });
+    const answer = await stage(ctx, async (inner) => {
+      // A later stage metered a generation that began (and said something) before the hit was known.
+      inner.meter!.generation = { prompt: 'p2', started: true, text: 'Lyon and more words' };
+      async function* replay() {
+        yield { type: 'content' as const, text: 'Paris' };
+        yield { type: 'done' as const, finishReason: 'stop' as const, usage: { promptTokens: 1, completionTokens: 1 } };
+      }
+      return { events: replay(), precontext: [], cached: true };
+    });
+    const events = answer.events[Symbol.asyncIterator]();
+    await events.next(); // the client read the first chunk, then left
+    await events.return?.();
+    assert.equal(await store.credits(record.id), 1_000_000, 'a hit its client left was charged');
   });
 });

@@ -107,6 +107,8 @@ export function quota(store: Store, options: QuotaOptions): Stage {
       await bill(); // refused or failed before its answer began: the tasks that ran are paid
       throw err;
     }
+    // A cached answer costs nothing however it ends, whatever a later stage metered on the way
+    // (the semantic cache drops an answer it started before its hit was known).
     const onDone = async (usage: TokenUsage): Promise<TokenUsage> => {
       if (answer.cached) {
         await settle(0);
@@ -114,7 +116,8 @@ export function quota(store: Store, options: QuotaOptions): Stage {
       }
       return bill(usage);
     };
-    return { ...answer, headers: { ...answer.headers, ...headers }, events: settled(answer.events, onDone, async () => void (await bill())) };
+    const onCut = async () => void (answer.cached ? await settle(0) : await bill());
+    return { ...answer, headers: { ...answer.headers, ...headers }, events: settled(answer.events, onDone, onCut) };
   };
 }
 

@@ -308,3 +308,150 @@ describe('the semantic cache on Redis', { skip: REDIS_URL ? false : 'REDIS_URL i
     }
   });
 });
+
+describe('the semantic cache with candidates: the answer starts beside the lookup', () => {
+  /**
+   * A model that answers each question as `meaning` does, except "p2": it says a few words and
+   * then waits for its signal, as a real model mid-answer would (so a hit must stop it), and a
+   * question whose embedding is held: the test sees when the model started, and lets the
+   * encoder go.
+   */
+  function rig(heldQuestion = 'p2') {
+    const calls: string[] = [];
+    let startedP2!: () => void;
+    const p2Started = new Promise<void>((resolve) => (startedP2 = resolve));
+    let stoppedP2!: () => void;
+    const p2Stopped = new Promise<void>((resolve) => (stoppedP2 = resolve));
+    const engine = {
+      description: 'a model that waits on "p2"',
+      async *generate(request: Parameters<ReturnType<typeof createScriptedEngine>['generate']>[0]) {
+        const last = request.messages.at(-1)?.content ?? '';
+        calls.push(last);
+        if (last !== 'p2') {
+          yield* meaning(request);
+          return;
+        }
+        startedP2();
+        try {
+          yield { type: 'content' as const, text: 'Lyon and more' };
+          await new Promise<void>((resolve) => request.signal.aborted ? resolve() : request.signal.addEventListener('abort', () => resolve(), { once: true }));
+        } finally {
+          stoppedP2(); // aborted, or closed where it stood
+        }
+      },
+    };
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let heldEmbeds = 0;
+    const encoder: Embedder = {
+      async embed(text) {
+        if (text === heldQuestion) { heldEmbeds++; await gate; }
+        return embedder.embed(text);
+      },
+    };
+    return { engine, calls, p2Started, p2Stopped, release, encoder, held: () => heldEmbeds };
+  }
+
+  it('stops the started answer on a hit and charges nothing for it, streamed or not', { timeout: 120_000 }, async () => {
+    for (const stream of [false, true]) {
+      const r = rig();
+      const server = await startTestServer({
+        engine: r.engine,
+        quota: { prices: { prompt: 1000, completion: 1000 }, defaults: { rpm: null, tpm: null } },
+        semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
+      });
+      try {
+        const { key, record } = await server.keys.create('payer', { credits: 100_000 });
+        const headers = { Authorization: `Bearer ${key}` };
+        for (const q of ['a', 'p1']) assert.equal((await postCompletion(server.baseUrl, ask(q), headers)).status, 200);
+        const before = await server.store.credits(record.id);
+        const pending = postCompletion(server.baseUrl, ask('p2', { stream }), headers);
+        await r.p2Started; // the answer began while the lookup was held: before, this hung
+        assert.equal(r.held(), 1, 'the lookup was not held when the answer began');
+        r.release();
+        const res = await pending;
+        const text = await res.text();
+        assert.equal(res.status, 200, text);
+        assert.ok(stream ? text.includes('"Paris"') : (JSON.parse(text) as ChatCompletionResponse).choices[0]?.message.content === 'Paris', `not the cached answer: ${text}`);
+        assert.ok(!text.includes('Lyon'), 'the started answer leaked into the hit');
+        await r.p2Stopped; // the started answer was stopped: before, nothing stopped it
+        await new Promise((resolve) => setTimeout(resolve, 50)); // settled after the answer's end
+        assert.equal(await server.store.credits(record.id), before, `a hit was charged (stream: ${stream})`);
+      } finally {
+        r.release();
+        await server.close();
+      }
+    }
+  });
+
+  it('answers a miss with the answer it started, generated once and charged once', { timeout: 120_000 }, async () => {
+    const r = rig('n');
+    const server = await startTestServer({
+      engine: r.engine,
+      quota: { prices: { prompt: 1000, completion: 1000 }, defaults: { rpm: null, tpm: null } },
+      semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
+    });
+    try {
+      const { key, record } = await server.keys.create('payer', { credits: 100_000 });
+      const headers = { Authorization: `Bearer ${key}` };
+      assert.equal((await postCompletion(server.baseUrl, ask('a'), headers)).status, 200);
+      const after = (await server.store.credits(record.id))!;
+      const spent = 100_000 - after; // "n" costs what "a" did: one token each way
+      r.calls.length = 0;
+      // "n" has a candidate ("a"), cold: a miss, whose answer began while its lookup was held.
+      const pending = postCompletion(server.baseUrl, ask('n'), headers);
+      while (r.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(r.held(), 1, 'the lookup was not held when the answer began');
+      r.release();
+      const body = (await (await pending).json()) as ChatCompletionResponse;
+      assert.equal(body.vcache, false);
+      assert.equal(body.choices[0]?.message.content, 'Berlin');
+      assert.deepEqual(r.calls, ['n'], 'the model ran more or less than once');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(await server.store.credits(record.id), after - spent, 'a miss was not charged as one answer');
+    } finally {
+      r.release();
+      await server.close();
+    }
+  });
+
+  it('answers with the started answer when the encoder fails, generated once', { timeout: 120_000 }, async () => {
+    const calls: string[] = [];
+    const script: Script = (request) => (calls.push(String(request.messages.at(-1)?.content)), meaning(request));
+    const failing: Embedder = { async embed(text) { if (text === 'p1') throw new Error('encoder down'); return embedder.embed(text); } };
+    const s = await start(0.4, () => 1, undefined, failing, script);
+    try {
+      await s.json(ask('a'));
+      calls.length = 0;
+      const answer = await s.json(ask('p1'));
+      assert.equal(answer.choices[0]?.message.content, 'Paris');
+      assert.deepEqual(calls, ['p1'], 'the model ran more or less than once');
+    } finally {
+      await s.server.close();
+    }
+  });
+
+  it('does not start a request that reads attachments before the lookup has decided (its tasks are paid work)', { timeout: 120_000 }, async () => {
+    const note = `data:text/plain;base64,${Buffer.from('a note').toString('base64')}`;
+    const withNote = (q: string) => ask(q, { messages: [{ role: 'user', content: [{ type: 'text', text: q }, { type: 'file', file: { filename: 'n.txt', file_data: note } }] }] });
+    const r = rig();
+    const server = await startTestServer({
+      engine: r.engine,
+      semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
+    });
+    try {
+      assert.equal((await postCompletion(server.baseUrl, withNote('a'))).status, 200);
+      r.calls.length = 0;
+      const pending = postCompletion(server.baseUrl, withNote('p2'));
+      while (r.held() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(r.calls, [], 'the model started while the lookup of a request with attachments was undecided');
+      r.release();
+      const res = await pending;
+      assert.equal(res.status, 200, await res.text());
+    } finally {
+      r.release();
+      await server.close();
+    }
+  });
+});

@@ -11,6 +11,7 @@ import { alignment, PIECE_WIDTH } from '../semantic/token-alignment.ts';
 import { fixedTerms, wordsApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
+import { answerAhead } from './answer-ahead.ts';
 import { type CachedAnswer, verified } from './verified-cache.ts';
 
 export interface SemanticCacheOptions {
@@ -92,8 +93,13 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
       };
       return { ...answer, events: whenVerified(answer, ctx, learn) };
     }
+    // There are candidates, so the prompt is embedded and compared before a hit can be known: the
+    // answer starts beside that (a miss waits for the slower of the two, not for both in turn),
+    // unless the request reads attachments or runs a task, whose work is paid once begun.
+    const ahead = (await startsAhead(ctx)) ? answerAhead(ctx, next) : undefined;
+    const fresh = () => ahead?.take() ?? next(ctx);
     const reading = await embed();
-    if (!reading || !comparable(reading)) return next(ctx);
+    if (!reading || !comparable(reading)) return fresh();
     const nearest = await nearestOf(reading, candidates, store);
     const pool = `pool:${SCALE}:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
@@ -106,12 +112,13 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
         const [ownSeen, poolSeen] = await store.observations([own, pool]);
         const allowed = entryAllows(ownSeen!, nearest.s) && estimatedError(ownSeen!, poolSeen!, nearest.s, nearest.entry.id) <= options.maxError;
         if (allowed && random() >= options.verifyShare) {
+          ahead?.drop();
           return { events: replayEvents(neighbour.folded), precontext: neighbour.precontext, cached: true };
         }
       }
     }
 
-    const answer = await next(ctx);
+    const answer = await fresh();
     if (ctx.flags.zdr) return answer;
     const learn = async (fresh: FoldedGeneration) => {
       const ttl = options.ttlSeconds;
@@ -127,6 +134,11 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     };
     return { ...answer, events: whenVerified(answer, ctx, learn) };
   };
+}
+
+/** A request the model alone answers: its work may start before the lookup has decided, and be dropped unpaid. */
+async function startsAhead(ctx: RequestContext): Promise<boolean> {
+  return ctx.directives.task === undefined && (await ctx.attachments()).length === 0;
 }
 
 /** Only answers that are the same every time can be compared by equality. */
