@@ -17,19 +17,24 @@
 // figures were seen (set 3's prompted a change of the pool's prior); set 5 was first run on 27
 // November, set 6 on 28 November and set 7 on 29 November, each last, so the others' figures stay comparable. Also: the
 // added latency of a miss (p50), the verified server against the exact one on the same unseen
-// prompts. Writes bench/results/semantic-cache.json.
+// prompts, with the scripted model and with the embedded one. Writes bench/results/semantic-cache.json.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixedTerms, wordsApart, wordPrints } from '../src/chat/semantic/candidate-filter.ts';
 import { MiniLmEmbedder, similarity } from '../src/chat/semantic/embedder.ts';
 import type { ChatCompletionResponse } from '../src/contract/wire-types.ts';
+import { loadConfig } from '../src/config.ts';
+import type { Engine } from '../src/engines/engine.ts';
 import { createScriptedEngine, type Script } from '../src/engines/scripted-engine.ts';
+import { createEngine } from '../src/wiring/create-engine.ts';
 import { createEmbeddedStore } from '../src/store/embedded-store.ts';
 import { postCompletion, startTestServer } from '../src/testing/test-server.ts';
 import { HELD, HELDOUT, loadSets, type Held, type Part } from './lib/semantic-sets.ts';
 
 const PASSES = Number(process.env.BENCH_PASSES ?? 5);
+/** The embedded model's answers in the latency measure: a few tokens, as a short answer. */
+const MODEL_MAX_TOKENS = 8;
 /** BENCH_TUNING_ONLY=1: the tuning part only, nothing written (for designing without seeing the held-out part). */
 const TUNING_ONLY = process.env.BENCH_TUNING_ONLY === '1';
 /** BENCH_LATENCY_ONLY=1: the miss latency only, on tuning prompts, nothing written. */
@@ -141,15 +146,15 @@ async function main() {
   const tuned = thresholds.find((t) => { const x = tally(); fixed(tune, 1, t, x); return rates(x).nearMissFalseHitRate <= MAX_ERROR; }) ?? 1;
 
   // --- the servers: exact only, and exact + verified semantic --------------------------------
-  const server = async (semantic: boolean, maxError = MAX_ERROR) => startTestServer({
-    engine: createScriptedEngine(meaning),
+  const server = async (semantic: boolean, maxError = MAX_ERROR, engine: Engine = createScriptedEngine(meaning)) => startTestServer({
+    engine,
     store: createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'bench-keys-')), 'keys.json'), cacheMaxEntries: 100_000 }),
     validateResponses: false,
     ...(semantic ? { semantic: { embedder, options: { scope: 'key' as const, ttlSeconds: 3600, maxError, verifyShare: VERIFY_SHARE, random: rng(7) } } } : {}),
   });
-  const ask = async (baseUrl: string, text: string, seed: number) => {
+  const ask = async (baseUrl: string, text: string, seed: number, maxTokens?: number) => {
     const started = performance.now();
-    const res = await postCompletion(baseUrl, { model: 'service', temperature: 0, seed, messages: [{ role: 'user', content: text }] });
+    const res = await postCompletion(baseUrl, { model: 'service', temperature: 0, seed, ...(maxTokens ? { max_tokens: maxTokens } : {}), messages: [{ role: 'user', content: text }] });
     const body = (await res.json()) as ChatCompletionResponse;
     return { hit: body.vcache === true, served: body.choices[0]?.message.content ?? '', ms: performance.now() - started };
   };
@@ -215,26 +220,58 @@ async function main() {
   // Prompts with no fixed terms share one key (per seed); the first 40 fill it, the next 60 are measured.
   const plain = [...answer.keys()].filter((text) => fixedTerms(text) === '|||');
   const [fill, unseen] = [plain.slice(0, 40), plain.slice(40, 100)];
-  const latency: Record<string, number> = {};
-  for (const [name, semantic, lose] of [['exact', false, false], ['no candidate', true, false], ['exact (filled)', false, true], ['candidates that lose', true, true]] as const) {
-    const s = await server(semantic);
-    await ask(s.baseUrl, 'warm up', 1);
-    if (lose) for (const text of fill) { await ask(s.baseUrl, text, 1); await settled(); }
-    const ms: number[] = [];
-    for (const [i, text] of unseen.entries()) {
-      const before = embeds;
-      ms.push((await ask(s.baseUrl, text, lose ? 1 : 1000 + i)).ms);
-      await settled();
-      if (semantic && embeds !== before + 1) throw new Error(`a measured miss embedded ${embeds - before} times`);
+  /**
+   * A miss's p50 on each of two servers, exact and semantic, asked the same unseen prompts in turn
+   * (which server goes first alternates, so neither gains from the machine's warming or its other
+   * work), `engine` answering (undefined: the scripted model, at once). Two cases: no candidate
+   * (each prompt under a seed of its own) and candidates that lose (the fill first, one seed).
+   * A prompt either server answers from its cache is left out of both (a real model's answers may
+   * agree).
+   */
+  const measure = async (engine?: Engine, maxTokens?: number) => {
+    const result: Record<string, { exact: number; semantic: number; added: number; pairedAddedP50: number; leftOut: number }> = {};
+    for (const [name, lose] of [['noCandidate', false], ['candidatesThatLose', true]] as const) {
+      const exact = await server(false, MAX_ERROR, engine);
+      const semantic = await server(true, MAX_ERROR, engine);
+      for (const s of [exact, semantic]) {
+        await ask(s.baseUrl, 'warm up', 1, maxTokens);
+        if (lose) for (const text of fill) { await ask(s.baseUrl, text, 1, maxTokens); await settled(); }
+      }
+      const ms = { exact: [] as number[], semantic: [] as number[] };
+      let leftOut = 0;
+      for (const [i, text] of unseen.entries()) {
+        const seed = lose ? 1 : 1000 + i;
+        const order = i % 2 === 0 ? (['exact', 'semantic'] as const) : (['semantic', 'exact'] as const);
+        const r: Partial<Record<'exact' | 'semantic', { hit: boolean; ms: number }>> = {};
+        for (const which of order) {
+          const before = embeds;
+          r[which] = await ask((which === 'exact' ? exact : semantic).baseUrl, text, seed, maxTokens);
+          await settled();
+          if (which === 'semantic' && !r.semantic!.hit && embeds !== before + 1) throw new Error(`a measured miss embedded ${embeds - before} times`);
+        }
+        if (r.exact!.hit || r.semantic!.hit) { leftOut++; continue; }
+        ms.exact.push(r.exact!.ms);
+        ms.semantic.push(r.semantic!.ms);
+      }
+      await Promise.all([exact.close(), semantic.close()]);
+      const [e, s] = [p50(ms.exact), p50(ms.semantic)];
+      result[name] = { exact: round(e), semantic: round(s), added: round(s - e), pairedAddedP50: round(p50(ms.semantic.map((x, i) => x - ms.exact[i]!))), leftOut };
     }
-    latency[name] = p50(ms);
-    await s.close();
-  }
+    return result;
+  };
+  // The scripted model answers at once: what the layer itself costs a miss, the most it can add.
+  const scripted = await measure();
+  // The embedded model (make setup's, with its queue, as `make run` serves it) answers a few
+  // tokens: what a caller waits for, since a miss with candidates starts its answer beside the
+  // lookup (answer-ahead.ts). Both servers run on this machine's two cores with the encoder.
+  const model = await createEngine(loadConfig({}));
+  const withModel = await measure(model, MODEL_MAX_TOKENS);
+  await model.close?.();
   await embedder.close();
   const missP50Ms = {
-    noCandidate: { exact: round(latency.exact!), semantic: round(latency['no candidate']!), added: round(latency['no candidate']! - latency.exact!) },
-    candidatesThatLose: { exact: round(latency['exact (filled)']!), semantic: round(latency['candidates that lose']!), added: round(latency['candidates that lose']! - latency['exact (filled)']!) },
+    ...scripted,
     embedOnly: round(p50(embedMs)), loadAverage: loadAverage.map(round), measured: unseen.length,
+    withTheEmbeddedModel: { maxTokens: MODEL_MAX_TOKENS, ...withModel },
   };
 
   if (LATENCY_ONLY) { console.log('miss p50 ms (tuning prompts)', JSON.stringify(missP50Ms)); return; }

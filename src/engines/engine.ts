@@ -50,6 +50,14 @@ export interface GenerationRequest {
   signal: AbortSignal;
 }
 
+/** The text a request gives the model to read, as the reservation counts it: every message and every tool's definition. */
+export function promptText(request: Pick<GenerationRequest, 'messages' | 'tools'>): string {
+  return [
+    ...request.messages.map((m) => m.content),
+    ...request.tools.map((t) => JSON.stringify({ name: t.name, description: t.description, parameters: t.parameters.schema })),
+  ].join('\n');
+}
+
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;

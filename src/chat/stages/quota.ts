@@ -1,4 +1,4 @@
-import type { GenerationEvent, GenerationRequest, TokenUsage } from '../../engines/engine.ts';
+import { type GenerationEvent, type GenerationRequest, promptText, type TokenUsage } from '../../engines/engine.ts';
 import { insufficientQuota, invalidRequest, rateLimited } from '../../errors/service-error.ts';
 import type { TaskName } from '../../tasks/task.ts';
 import { Meter } from '../meter.ts';
@@ -188,10 +188,7 @@ function settled(events: AsyncIterable<GenerationEvent>, onDone: (usage: TokenUs
 }
 
 function estimatePromptTokens(request: GenerationRequest, countTokens?: (text: string) => number): number {
-  const text = [
-    ...request.messages.map((m) => m.content),
-    ...request.tools.map((t) => JSON.stringify({ name: t.name, description: t.description, parameters: t.parameters.schema })),
-  ].join('\n');
+  const text = promptText(request);
   const tokens = countTokens ? countTokens(text) : Math.ceil(Buffer.byteLength(text) / 3);
   return tokens + TOKENS_PER_MESSAGE * request.messages.length;
 }

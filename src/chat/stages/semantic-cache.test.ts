@@ -12,7 +12,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Embedder } from '../semantic/embedder.ts';
-import { MAX_PIECES } from './semantic-cache.ts';
+import { AHEAD_MAX_PROMPT_BYTES, MAX_PIECES } from './semantic-cache.ts';
 
 // The questions (lower case: no fixed terms, so the candidate filter lets them meet) lie on one circle, so their similarities are set by their angles:
 // a is the cached question, p1 and p2 its paraphrases (similar 0.90 and 0.93), n a near miss (0.96, another answer).
@@ -312,7 +312,8 @@ describe('the semantic cache on Redis', { skip: REDIS_URL ? false : 'REDIS_URL i
 describe('the semantic cache with candidates: the answer starts beside the lookup', () => {
   /**
    * A model that answers each question as `meaning` does, except "p2": it says a few words and
-   * then waits for its signal, as a real model mid-answer would (so a hit must stop it), and a
+   * then waits for its signal, as a real model mid-answer would (so a hit must stop it), or for
+   * the test to let it finish; and a
    * question whose embedding is held: the test sees when the model started, and lets the
    * encoder go.
    */
@@ -320,6 +321,8 @@ describe('the semantic cache with candidates: the answer starts beside the looku
     const calls: string[] = [];
     let startedP2!: () => void;
     const p2Started = new Promise<void>((resolve) => (startedP2 = resolve));
+    let finish!: () => void;
+    const finishP2 = new Promise<void>((resolve) => (finish = resolve));
     let stoppedP2!: () => void;
     const p2Stopped = new Promise<void>((resolve) => (stoppedP2 = resolve));
     const engine = {
@@ -334,7 +337,12 @@ describe('the semantic cache with candidates: the answer starts beside the looku
         startedP2();
         try {
           yield { type: 'content' as const, text: 'Lyon and more' };
-          await new Promise<void>((resolve) => request.signal.aborted ? resolve() : request.signal.addEventListener('abort', () => resolve(), { once: true }));
+          await new Promise<void>((resolve) => {
+            if (request.signal.aborted) resolve();
+            request.signal.addEventListener('abort', () => resolve(), { once: true });
+            void finishP2.then(resolve);
+          });
+          yield { type: 'done' as const, finishReason: 'stop' as const, usage: { promptTokens: 1, completionTokens: 3 } };
         } finally {
           stoppedP2(); // aborted, or closed where it stood
         }
@@ -349,7 +357,7 @@ describe('the semantic cache with candidates: the answer starts beside the looku
         return embedder.embed(text);
       },
     };
-    return { engine, calls, p2Started, p2Stopped, release, encoder, held: () => heldEmbeds };
+    return { engine, calls, p2Started, p2Stopped, release, finish, encoder, held: () => heldEmbeds };
   }
 
   it('stops the started answer on a hit and charges nothing for it, streamed or not', { timeout: 120_000 }, async () => {
@@ -431,27 +439,35 @@ describe('the semantic cache with candidates: the answer starts beside the looku
     }
   });
 
-  it('does not start a request that reads attachments before the lookup has decided (its tasks are paid work)', { timeout: 120_000 }, async () => {
+  it('does not start before the lookup has decided a request that reads attachments (paid work) or a long prompt (a free reading for a hit)', { timeout: 120_000 }, async () => {
     const note = `data:text/plain;base64,${Buffer.from('a note').toString('base64')}`;
     const withNote = (q: string) => ask(q, { messages: [{ role: 'user', content: [{ type: 'text', text: q }, { type: 'file', file: { filename: 'n.txt', file_data: note } }] }] });
-    const r = rig();
-    const server = await startTestServer({
-      engine: r.engine,
-      semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
-    });
-    try {
-      assert.equal((await postCompletion(server.baseUrl, withNote('a'))).status, 200);
-      r.calls.length = 0;
-      const pending = postCompletion(server.baseUrl, withNote('p2'));
-      while (r.held() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      assert.deepEqual(r.calls, [], 'the model started while the lookup of a request with attachments was undecided');
-      r.release();
-      const res = await pending;
-      assert.equal(res.status, 200, await res.text());
-    } finally {
-      r.release();
-      await server.close();
+    const long = 'x'.repeat(AHEAD_MAX_PROMPT_BYTES);
+    const afterLong = (q: string) => ask(q, { messages: [{ role: 'system', content: long }, { role: 'user', content: q }] });
+    // The system message, a line break and the two letters of the question: the bound, exactly.
+    const justShort = (q: string) => ask(q, { messages: [{ role: 'system', content: long.slice(0, AHEAD_MAX_PROMPT_BYTES - 3) }, { role: 'user', content: q }] });
+    for (const [what, body, startsAhead] of [['attachments', withNote, false], ['a long prompt', afterLong, false], ['a prompt just short enough', justShort, true]] as const) {
+      const r = rig();
+      const server = await startTestServer({
+        engine: r.engine,
+        semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
+      });
+      try {
+        assert.equal((await postCompletion(server.baseUrl, body('a'))).status, 200);
+        r.calls.length = 0;
+        const pending = postCompletion(server.baseUrl, body('p2'));
+        while (r.held() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        if (startsAhead) await r.p2Started; // the control: the same request, short, starts
+        else await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.deepEqual(r.calls, startsAhead ? ['p2'] : [], `with ${what}, the model started while the lookup was undecided, or not`);
+        r.release();
+        r.finish(); // a miss: its answer ends
+        const res = await pending;
+        assert.equal(res.status, 200, await res.text());
+      } finally {
+        r.release();
+        await server.close();
+      }
     }
   });
 });

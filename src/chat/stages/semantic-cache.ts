@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { type CacheScope, cacheKeyOf, semanticKeyOf } from '../cache-key.ts';
-import type { GenerationEvent, GenerationRequest } from '../../engines/engine.ts';
+import { type GenerationEvent, type GenerationRequest, promptText } from '../../engines/engine.ts';
 import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
 import { tapEvents } from '../../engines/tap-events.ts';
 import type { SemanticEntry, Store } from '../../store/store.ts';
@@ -95,7 +95,8 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     }
     // There are candidates, so the prompt is embedded and compared before a hit can be known: the
     // answer starts beside that (a miss waits for the slower of the two, not for both in turn),
-    // unless the request reads attachments or runs a task, whose work is paid once begun.
+    // unless the request reads attachments or runs a task, whose work is paid once begun, or its
+    // prompt is long (startsAhead).
     const ahead = (await startsAhead(ctx)) ? answerAhead(ctx, next) : undefined;
     const fresh = () => ahead?.take() ?? next(ctx);
     const reading = await embed();
@@ -136,9 +137,19 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
   };
 }
 
-/** A request the model alone answers: its work may start before the lookup has decided, and be dropped unpaid. */
+/**
+ * The longest prompt (its messages and tools, in UTF-8 bytes; about 1,000 tokens) whose answer starts
+ * before the lookup has decided. A hit drops that answer unpaid, so a caller sending paraphrases
+ * of a cached question gets the model's reading of it for free, as often as its rate limit allows:
+ * this bounds that reading, and an engine that stops only between batches of the prompt stops
+ * soon. A longer prompt's reading takes far longer than the lookup, so it would gain little.
+ */
+export const AHEAD_MAX_PROMPT_BYTES = 4096;
+
+/** A short request the model alone answers: its work may start before the lookup has decided, and be dropped unpaid. */
 async function startsAhead(ctx: RequestContext): Promise<boolean> {
-  return ctx.directives.task === undefined && (await ctx.attachments()).length === 0;
+  if (ctx.directives.task !== undefined) return false;
+  return Buffer.byteLength(promptText(ctx.generation)) <= AHEAD_MAX_PROMPT_BYTES && (await ctx.attachments()).length === 0;
 }
 
 /** Only answers that are the same every time can be compared by equality. */
