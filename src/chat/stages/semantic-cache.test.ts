@@ -360,20 +360,28 @@ describe('the semantic cache with candidates: the answer starts beside the looku
     return { engine, calls, p2Started, p2Stopped, release, finish, encoder, held: () => heldEmbeds };
   }
 
+  /** A server with the rig's model and encoder (δ = 0.4), and a key with a balance whose requests are priced. */
+  async function serve(r: ReturnType<typeof rig>) {
+    const server = await startTestServer({
+      engine: r.engine,
+      quota: { prices: { prompt: 1000, completion: 1000 }, defaults: { rpm: null, tpm: null } },
+      semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
+    });
+    const { key, record } = await server.keys.create('payer', { credits: 100_000 });
+    const post = (body: object) => postCompletion(server.baseUrl, body, { Authorization: `Bearer ${key}` });
+    /** The key's balance once the answers have settled. */
+    const balance = async () => (await new Promise((resolve) => setTimeout(resolve, 50)), (await server.store.credits(record.id))!);
+    return { server, post, balance };
+  }
+
   it('stops the started answer on a hit and charges nothing for it, streamed or not', { timeout: 120_000 }, async () => {
     for (const stream of [false, true]) {
       const r = rig();
-      const server = await startTestServer({
-        engine: r.engine,
-        quota: { prices: { prompt: 1000, completion: 1000 }, defaults: { rpm: null, tpm: null } },
-        semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
-      });
+      const { server, post, balance } = await serve(r);
       try {
-        const { key, record } = await server.keys.create('payer', { credits: 100_000 });
-        const headers = { Authorization: `Bearer ${key}` };
-        for (const q of ['a', 'p1']) assert.equal((await postCompletion(server.baseUrl, ask(q), headers)).status, 200);
-        const before = await server.store.credits(record.id);
-        const pending = postCompletion(server.baseUrl, ask('p2', { stream }), headers);
+        for (const q of ['a', 'p1']) assert.equal((await post(ask(q))).status, 200);
+        const before = await balance();
+        const pending = post(ask('p2', { stream }));
         await r.p2Started; // the answer began while the lookup was held: before, this hung
         assert.equal(r.held(), 1, 'the lookup was not held when the answer began');
         r.release();
@@ -383,8 +391,7 @@ describe('the semantic cache with candidates: the answer starts beside the looku
         assert.ok(stream ? text.includes('"Paris"') : (JSON.parse(text) as ChatCompletionResponse).choices[0]?.message.content === 'Paris', `not the cached answer: ${text}`);
         assert.ok(!text.includes('Lyon'), 'the started answer leaked into the hit');
         await r.p2Stopped; // the started answer was stopped: before, nothing stopped it
-        await new Promise((resolve) => setTimeout(resolve, 50)); // settled after the answer's end
-        assert.equal(await server.store.credits(record.id), before, `a hit was charged (stream: ${stream})`);
+        assert.equal(await balance(), before, `a hit was charged (stream: ${stream})`);
       } finally {
         r.release();
         await server.close();
@@ -394,20 +401,14 @@ describe('the semantic cache with candidates: the answer starts beside the looku
 
   it('answers a miss with the answer it started, generated once and charged once', { timeout: 120_000 }, async () => {
     const r = rig('n');
-    const server = await startTestServer({
-      engine: r.engine,
-      quota: { prices: { prompt: 1000, completion: 1000 }, defaults: { rpm: null, tpm: null } },
-      semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
-    });
+    const { server, post, balance } = await serve(r);
     try {
-      const { key, record } = await server.keys.create('payer', { credits: 100_000 });
-      const headers = { Authorization: `Bearer ${key}` };
-      assert.equal((await postCompletion(server.baseUrl, ask('a'), headers)).status, 200);
-      const after = (await server.store.credits(record.id))!;
+      assert.equal((await post(ask('a'))).status, 200);
+      const after = await balance();
       const spent = 100_000 - after; // "n" costs what "a" did: one token each way
       r.calls.length = 0;
       // "n" has a candidate ("a"), cold: a miss, whose answer began while its lookup was held.
-      const pending = postCompletion(server.baseUrl, ask('n'), headers);
+      const pending = post(ask('n'));
       while (r.calls.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
       assert.equal(r.held(), 1, 'the lookup was not held when the answer began');
       r.release();
@@ -415,8 +416,7 @@ describe('the semantic cache with candidates: the answer starts beside the looku
       assert.equal(body.vcache, false);
       assert.equal(body.choices[0]?.message.content, 'Berlin');
       assert.deepEqual(r.calls, ['n'], 'the model ran more or less than once');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      assert.equal(await server.store.credits(record.id), after - spent, 'a miss was not charged as one answer');
+      assert.equal(await balance(), after - spent, 'a miss was not charged as one answer');
     } finally {
       r.release();
       await server.close();
@@ -448,14 +448,11 @@ describe('the semantic cache with candidates: the answer starts beside the looku
     const justShort = (q: string) => ask(q, { messages: [{ role: 'system', content: long.slice(0, AHEAD_MAX_PROMPT_BYTES - 3) }, { role: 'user', content: q }] });
     for (const [what, body, startsAhead] of [['attachments', withNote, false], ['a long prompt', afterLong, false], ['a prompt just short enough', justShort, true]] as const) {
       const r = rig();
-      const server = await startTestServer({
-        engine: r.engine,
-        semantic: { embedder: r.encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
-      });
+      const { server, post } = await serve(r);
       try {
-        assert.equal((await postCompletion(server.baseUrl, body('a'))).status, 200);
+        assert.equal((await post(body('a'))).status, 200);
         r.calls.length = 0;
-        const pending = postCompletion(server.baseUrl, body('p2'));
+        const pending = post(body('p2'));
         while (r.held() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
         if (startsAhead) await r.p2Started; // the control: the same request, short, starts
         else await new Promise((resolve) => setTimeout(resolve, 200));
