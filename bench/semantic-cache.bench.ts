@@ -17,7 +17,7 @@
 // figures were seen (set 3's prompted a change of the pool's prior); set 5 was first run on 27
 // November, set 6 on 28 November and set 7 on 29 November, each last, so the others' figures stay comparable. Also: the
 // added latency of a miss (p50), the verified server against the exact one on the same unseen
-// prompts, with the scripted model and with the embedded one. Writes bench/results/semantic-cache.json.
+// prompts, with the scripted model, the embedded one and a remote one. Writes bench/results/semantic-cache.json.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +27,7 @@ import type { ChatCompletionResponse } from '../src/contract/wire-types.ts';
 import { loadConfig } from '../src/config.ts';
 import type { Engine } from '../src/engines/engine.ts';
 import { createScriptedEngine, type Script } from '../src/engines/scripted-engine.ts';
+import { delta, sendStream, startFakeUpstream } from '../src/testing/fake-upstream.ts';
 import { createEngine } from '../src/wiring/create-engine.ts';
 import { createEmbeddedStore } from '../src/store/embedded-store.ts';
 import { postCompletion, startTestServer } from '../src/testing/test-server.ts';
@@ -35,6 +36,8 @@ import { HELD, HELDOUT, loadSets, type Held, type Part } from './lib/semantic-se
 const PASSES = Number(process.env.BENCH_PASSES ?? 5);
 /** The embedded model's answers in the latency measure: a few tokens, as a short answer. */
 const MODEL_MAX_TOKENS = 8;
+/** How long the remote model takes to answer in the latency measure: about what the embedded one takes here. */
+const REMOTE_MS = 200;
 /** BENCH_TUNING_ONLY=1: the tuning part only, nothing written (for designing without seeing the held-out part). */
 const TUNING_ONLY = process.env.BENCH_TUNING_ONLY === '1';
 /** BENCH_LATENCY_ONLY=1: the miss latency only, on tuning prompts, nothing written. */
@@ -267,11 +270,26 @@ async function main() {
   const model = await createEngine(loadConfig({}));
   const withModel = await measure(model, MODEL_MAX_TOKENS);
   await model.close?.();
+  // A model on another machine (an upstream: vLLM on a GPU) takes its time without this
+  // machine's cores: a loopback endpoint that answers each question's label after REMOTE_MS, read
+  // through the upstream engine as UPSTREAM_BASE_URL would be.
+  const remote = await startFakeUpstream((body, res) => {
+    const text = answer.get(String((body.messages as { content: string }[]).at(-1)?.content)) ?? 'unknown';
+    const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 };
+    setTimeout(() => {
+      if (body.stream) sendStream(res, [delta({ role: 'assistant', content: text }), { ...delta({}, 'stop'), usage }]);
+      else res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ id: 'remote', object: 'chat.completion', created: 0, model: 'remote', choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage }));
+    }, REMOTE_MS);
+  });
+  const upstream = await createEngine(loadConfig({ UPSTREAM_BASE_URL: remote.baseUrl }));
+  const withRemote = await measure(upstream);
+  await remote.close();
   await embedder.close();
   const missP50Ms = {
     ...scripted,
     embedOnly: round(p50(embedMs)), loadAverage: loadAverage.map(round), measured: unseen.length,
     withTheEmbeddedModel: { maxTokens: MODEL_MAX_TOKENS, ...withModel },
+    withARemoteModel: { answersAfterMs: REMOTE_MS, ...withRemote },
   };
 
   if (LATENCY_ONLY) { console.log('miss p50 ms (tuning prompts)', JSON.stringify(missP50Ms)); return; }
