@@ -79,7 +79,7 @@ it('reads the semantic cache\'s mode, bound and verification share', () => {
   assert.deepEqual([defaults.mode, defaults.maxError, defaults.verifyShare], ['exact', 0.02, 0.1]);
   const config = loadConfig({ CACHE_MODE: 'semantic', CACHE_MAX_ERROR: '0.05', CACHE_VERIFY_SHARE: '0.2' }).cache;
   assert.deepEqual([config.mode, config.maxError, config.verifyShare], ['semantic', 0.05, 0.2]);
-  for (const [name, value] of [['CACHE_MODE', 'fuzzy'], ['CACHE_MAX_ERROR', '1.5'], ['CACHE_VERIFY_SHARE', '-0.1']]) {
+  for (const [name, value] of [['CACHE_MODE', 'fuzzy'], ['CACHE_MAX_ERROR', '1.5'], ['CACHE_MAX_ERROR', '0.5'], ['CACHE_VERIFY_SHARE', '-0.1']]) {
     assert.throws(() => loadConfig({ [name!]: value }), (e: unknown) => e instanceof ConfigError && e.message.startsWith(name!));
   }
 });

@@ -57,7 +57,10 @@ export const ENV = z.object({
    * (CACHE_MAX_ERROR); `exact` by default: the semantic layer runs an encoder worker and embeds every
    * deterministic miss. CACHE_VERIFY_SHARE: the share of would-be semantic hits generated fresh and compared. */
   CACHE_MODE: oneOf(['exact', 'semantic']).default('exact'),
-  CACHE_MAX_ERROR: share().default(0.02), CACHE_VERIFY_SHARE: share().default(0.1),
+  // Below 1/2: an entry never verified is estimated wrong (0 + 1) / (0 + 2) = 1/2 of the time, so a
+  // bound of 1/2 or more would answer any question from any entry (verification.ts).
+  CACHE_MAX_ERROR: share().lt(0.5, { error: 'must be below 0.5: at 0.5 an entry never verified meets the bound, and any question would be answered from any cached one' }).default(0.02),
+  CACHE_VERIFY_SHARE: share().default(0.1),
   /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
   CREDITS_PER_1K_PROMPT_TOKENS: decimal().default(1), CREDITS_PER_1K_COMPLETION_TOKENS: decimal().default(2),
   /** Credits per unit of each task's work (src/chat/prices.ts says why each unit). */
