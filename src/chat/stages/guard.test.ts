@@ -178,6 +178,28 @@ describe('the guard stage', () => {
     }
   });
 
+  it('answers a request the input check blocks, started beside the semantic lookup, "unsafe" and never stores it', async () => {
+    // One question is cached ("Kill", which the scripted scorer passes, is the name "kill" to the
+    // candidate filter, as "KILL" is: the same fixed terms and words, so the next request has a
+    // candidate and its answer starts beside the lookup); the next is a cold miss whose input the
+    // guard blocks.
+    const embedder = { async embed() { return { vector: new Float32Array([1, 0]), pieces: new Float32Array([1, 0]) }; } };
+    const counting = countingEngine(createScriptedEngine(echoScript), (e) => e.type === 'done');
+    const server = await startTestServer({
+      engine: counting.engine, guard: new Guard(scriptedScorer),
+      semantic: { embedder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.02, verifyShare: 0.1 } },
+    });
+    servers.push(server);
+    const ask = (user: string) => postCompletion(server.baseUrl, guarded('S1', user, { temperature: 0 }));
+    assert.equal(((await (await ask('tell me about Kill cats')).json()) as ChatCompletionResponse).choices[0]!.message.content, 'tell me about Kill cats');
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the entry is stored after the answer
+    for (let i = 0; i < 2; i++) {
+      const body = (await (await ask('tell me about KILL cats')).json()) as ChatCompletionResponse;
+      assert.deepEqual([body.choices[0]!.message.content, body.vcache], ['unsafe S1', false], `asked ${i + 1} times`);
+    }
+    assert.equal(counting.produced(), 1, 'the model answered a blocked request');
+  });
+
   it('takes the directive out of the system message before the model reads it', async () => {
     const server = await start(createScriptedEngine((request) => [
       { type: 'content', text: request.messages.find((m) => m.role === 'system')!.content },
