@@ -1,4 +1,4 @@
-import type { ResolvedAttachment } from '../attachments.ts';
+import type { ResolvedAttachment } from '../attachment-types.ts';
 import { audioTrack } from './audio-track.ts';
 import { probeVideo } from './probe-video.ts';
 import { sampleFrames } from './sample-frames.ts';
