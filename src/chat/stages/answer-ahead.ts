@@ -10,6 +10,8 @@ import type { RequestContext } from '../request-context.ts';
  * quota stage never bills, whatever was metered on the way).
  */
 export interface AnswerAhead {
+  /** The later stages' completion once they have answered (a guarded request's input checked), its events unread. */
+  answered(): Promise<Completion>;
   take(): Promise<Completion>;
   drop(): void;
 }
@@ -37,6 +39,11 @@ export function answerAhead(ctx: RequestContext, next: Next): AnswerAhead {
   started.catch(() => {}); // the same: thrown by `take`, or nobody's
 
   return {
+    async answered() {
+      const begun = await started;
+      if (!begun) throw new Error('an answer started ahead was read after it was dropped');
+      return begun.completion;
+    },
     async take() {
       const begun = await started;
       if (!begun) throw new Error('an answer started ahead was taken after it was dropped');

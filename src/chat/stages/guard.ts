@@ -6,6 +6,9 @@ import { checkWholeAnswer, type OutputCheck, releaseChecked } from '../../guard/
 import type { Completion, Stage } from '../pipeline.ts';
 import { type InputDeps, inputImages, inputTexts } from './guard-inputs.ts';
 
+/** Whether a precontext entry is a verdict of the input check (the guard's first entry). */
+export const isInputVerdict = (entry: PrecontextEntry) => entry.name === 'guardrails' && (entry.result as { stage?: string }).stage === 'input';
+
 export interface GuardDeps extends InputDeps {
   /** Absent where the deployment has none: a guarded request then gets a 503, never a pass. */
   guard?: Guard;

@@ -12,6 +12,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Embedder } from '../semantic/embedder.ts';
+import { Guard } from '../../guard/guard.ts';
+import { scriptedTextScorer } from '../../guard/scripted-text-scorer.ts';
 import { AHEAD_MAX_PROMPT_BYTES, MAX_PIECES } from './semantic-cache.ts';
 
 // The questions (lower case: no fixed terms, so the candidate filter lets them meet) lie on one circle, so their similarities are set by their angles:
@@ -465,6 +467,57 @@ describe('the semantic cache with candidates: the answer starts beside the looku
         r.release();
         await server.close();
       }
+    }
+  });
+});
+
+describe('the semantic cache and the guard', () => {
+  const guard = new Guard(scriptedTextScorer((text) => (text.includes('KILL') ? { S1: 0.97 } : {})));
+  // "Kill" passes the scripted check and "KILL" does not; to the candidate filter both are the
+  // name "kill", so the questions share their fixed terms. Each sits on the circle by its first word.
+  const encoder: Embedder = { async embed(text) { return embedder.embed(text.split(' ')[0]!); } };
+  const paris: Script = () => [{ type: 'content', text: 'Paris' }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } }];
+  /** A guarded server (δ = 0.4), and a question asked with `system` as its system message. */
+  async function guardedServer(system = '<guard>S1</guard>') {
+    const server = await startTestServer({
+      engine: createScriptedEngine(paris), guard,
+      semantic: { embedder: encoder, options: { scope: 'key', ttlSeconds: 60, maxError: 0.4, verifyShare: 0.1, random: () => 1 } },
+    });
+    const guarded = (question: string) => ask(question, { messages: [{ role: 'system', content: system }, { role: 'user', content: question }] });
+    const json = async (question: string) => (await (await postCompletion(server.baseUrl, guarded(question))).json()) as ChatCompletionResponse;
+    return { server, json };
+  }
+
+  it('answers a guarded would-be hit fresh when its answer could not start ahead (a long prompt): its text would go unchecked', { timeout: 120_000 }, async () => {
+    const { server, json } = await guardedServer(`<guard>S1</guard> ${'x'.repeat(AHEAD_MAX_PROMPT_BYTES)}`);
+    try {
+      for (const q of ['a Kill', 'p1 Kill']) {
+        await json(q);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.equal((await json('p2 Kill')).vcache, false, 'a guarded paraphrase was served without its input check');
+      assert.equal((await json('p2 KILL')).choices[0]?.message.content, 'unsafe S1');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('serves a guarded paraphrase only once its own text has passed the input check: a harmful one is answered "unsafe", never the cached answer', { timeout: 120_000 }, async () => {
+    const { server, json } = await guardedServer();
+    try {
+      await json('a Kill');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal((await json('p1 Kill')).vcache, false, 'a cold entry answered');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const served = await json('p2 Kill');
+      assert.equal(served.vcache, true, 'the verified paraphrase is not served: the test proves nothing');
+      const stages = (body: ChatCompletionResponse) => body.precontext.filter((e) => e.name === 'guardrails').map((e) => [(e.result as { stage: string }).stage, (e.result as { safe: boolean }).safe]);
+      assert.deepEqual(stages(served), [['input', true], ['output', true]], 'a hit carries one input verdict, its own, and the cached answer\'s output verdict');
+      const harmful = await json('p2 KILL');
+      assert.deepEqual([harmful.choices[0]?.message.content, harmful.vcache], ['unsafe S1', false], 'a harmful paraphrase got the cached answer, its text never checked');
+      assert.deepEqual(stages(harmful), [['input', false]]);
+    } finally {
+      await server.close();
     }
   });
 });

@@ -4,6 +4,7 @@ import { type GenerationEvent, type GenerationRequest, promptText } from '../../
 import { EventFold, type FoldedGeneration, replayEvents } from '../../engines/fold-events.ts';
 import { tapEvents } from '../../engines/tap-events.ts';
 import type { SemanticEntry, Store } from '../../store/store.ts';
+import type { PrecontextEntry } from '../../tasks/task.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
 import { decodeVector, type Embedder, encodeVector, type Reading, similarity } from '../semantic/embedder.ts';
@@ -11,7 +12,8 @@ import { alignment, PIECE_WIDTH } from '../semantic/token-alignment.ts';
 import { fixedTerms, wordsApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
-import { answerAhead } from './answer-ahead.ts';
+import { type AnswerAhead, answerAhead } from './answer-ahead.ts';
+import { isInputVerdict } from './guard.ts';
 import { type CachedAnswer, verified } from './verified-cache.ts';
 
 export interface SemanticCacheOptions {
@@ -113,8 +115,8 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
         const [ownSeen, poolSeen] = await store.observations([own, pool]);
         const allowed = entryAllows(ownSeen!, nearest.s) && estimatedError(ownSeen!, poolSeen!, nearest.s, nearest.entry.id) <= options.maxError;
         if (allowed && random() >= options.verifyShare) {
-          ahead?.drop();
-          return { events: replayEvents(neighbour.folded), precontext: neighbour.precontext, cached: true };
+          const hit = await hitFor(ctx, neighbour, ahead);
+          if (hit) return hit;
         }
       }
     }
@@ -135,6 +137,27 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     };
     return { ...answer, events: whenVerified(answer, ctx, learn) };
   };
+}
+
+/**
+ * The cached answer for a would-be hit. A guarded request's own text must pass its input check
+ * first, as on a miss (the cached request's verdict was of another text): its answer started
+ * ahead holds that verdict, as its later stages answer once the check is done. Blocked, it is
+ * answered from there (`unsafe`, stored nowhere); passed, the cached answer comes with this
+ * verdict in place of the cached request's. A guarded request not started ahead is no hit
+ * (undefined: answered fresh, and its answer verifies the entry).
+ */
+async function hitFor(ctx: RequestContext, neighbour: CachedAnswer, ahead: AnswerAhead | undefined): Promise<Completion | undefined> {
+  const hit = (precontext: PrecontextEntry[]): Completion => ({ events: replayEvents(neighbour.folded), precontext, cached: true });
+  if (ctx.directives.guard === undefined) {
+    ahead?.drop();
+    return hit(neighbour.precontext);
+  }
+  const checked = await ahead?.answered().catch(() => undefined); // a failure is the fresh answer's to throw
+  if (!checked) return undefined;
+  if (checked.blocked?.()) return ahead!.take();
+  ahead!.drop();
+  return hit([...checked.precontext.filter(isInputVerdict), ...neighbour.precontext.filter((entry) => !isInputVerdict(entry))]);
 }
 
 /**
