@@ -45,6 +45,8 @@ export interface paths {
          *     input check's first and the output check's before its final chunk). A blocked request or
          *     answer keeps only its `guardrails` entries: a task's result and the MoA layer's readings
          *     are withheld with it (in a stream, they are shown only with a passing output verdict). A blocked answer is never stored in the verified cache.
+         *     With the semantic layer, a guarded request is answered from a cached paraphrase only once its own
+         *     text has passed the input check, and then carries that verdict; one the check blocks is answered `unsafe CODES`.
          *     With `reasoning_effort`, the JSON response carries `reasoning`, and a stream sends the
          *     trace first inside `<think>` and `</think>` in content deltas, then the answer.
          */
