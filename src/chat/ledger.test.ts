@@ -11,6 +11,7 @@ import { Guard } from '../guard/guard.ts';
 import { scriptedTextScorer } from '../guard/scripted-text-scorer.ts';
 import { createRedisStore } from '../store/redis-store.ts';
 import type { Store } from '../store/store.ts';
+import type { Embedder } from './semantic/embedder.ts';
 import { TaskRegistry } from '../tasks/registry.ts';
 import type { PrecontextEntry, Task, TaskInput, TaskName } from '../tasks/task.ts';
 import { delta, startFakeUpstream } from '../testing/fake-upstream.ts';
@@ -106,6 +107,9 @@ const tasks = () => new TaskRegistry((Object.keys(doubles) as TaskName[]).map((n
   },
 })));
 
+/** The semantic layer's encoder: every text at one point. */
+const onePoint: Embedder = { embed: async () => ({ vector: new Float32Array([1, 0]), pieces: new Float32Array([1, 0]) }) };
+
 /** "KILL" is S1; anything else is safe. */
 const scorer = scriptedTextScorer((text) => (text.includes('KILL') ? { S1: 0.97 } : {}));
 
@@ -135,6 +139,7 @@ function engineFor(upstreamUrl: string): Engine {
         { type: 'done', finishReason: 'tool_calls', usage: { promptTokens: 11, completionTokens: 6 } }];
     }
     if (text.startsWith('unsafe')) return [...words('A calm start. Then KILL them. More text. '), { type: 'done', finishReason: 'stop', usage: { promptTokens: 7, completionTokens: 8 } }];
+    if (text.startsWith('paraphrase')) return [...words('Paris, of course. '), { type: 'done', finishReason: 'stop', usage: { promptTokens: 6, completionTokens: 3 } }];
     if (text.startsWith('badjson')) return [{ type: 'content', text: 'not json' }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 5, completionTokens: 3 } }];
     if (text.startsWith('toolong')) throw invalidRequest('too long for the context', 'context_length_exceeded', 'messages');
     return echoScript(request);
@@ -176,7 +181,13 @@ async function open(metrics: Metrics[]) {
   return n;
 }
 
-async function ledger(stores: (Store | undefined)[]) {
+/**
+ * With `semantic`, the semantic layer runs behind the exact cache, its encoder putting every text
+ * at one point (so any two deterministic questions that pass the candidate filter are alike), at a
+ * loose bound: the paraphrase kinds below are then answered from their neighbours, each such hit
+ * dropping the answer it had started beside its lookup.
+ */
+async function ledger(stores: (Store | undefined)[], semantic = false) {
   const upstream = await startFakeUpstream((body, res, req) => {
     const text = lastUser(body.messages as never);
     const streamed = body.stream === true;
@@ -214,6 +225,7 @@ async function ledger(stores: (Store | undefined)[]) {
     servers.push(await startTestServer({
       engine: engineFor(upstream.baseUrl), tasks: tasks(), guard: new Guard(scorer), metrics: m,
       quota: { prices, defaults: { rpm: null, tpm: null } }, ...(store ? { store } : {}),
+      ...(semantic ? { semantic: { embedder: onePoint, options: { scope: 'key' as const, ttlSeconds: 600, maxError: 0.4, verifyShare: 0.1 } } } : {}),
     }));
   }
   const START = 1_000_000;
@@ -303,6 +315,19 @@ async function ledger(stores: (Store | undefined)[]) {
     ['leave during moa', leave('leave during moa', (at) => user([{ type: 'text', text: `${at} read it` }, image], undefined, stream), 'begun')],
     ['leave slow upstream', leave('leave slow upstream', (at) => user(`upstream slow ${at}`, undefined, stream), 'first chunk')],
   ];
+  if (semantic) {
+    // One question in many phrasings with the same content words (so the filter lets them meet),
+    // deterministic, answered alike, guarded or not (not streamed: a stream does not say it was a
+    // hit, so its price could not be checked here; semantic-cache.test.ts checks a streamed hit's).
+    // Ten, none asked twice in a kind: every hit is a semantic one.
+    const phrasings = ['paraphrase the capital of france', 'paraphrase capital of france', 'paraphrase france, its capital', 'paraphrase what is the capital of france',
+      'paraphrase so, the capital of france?', 'paraphrase and the capital of france', 'paraphrase the capital of france, please', 'paraphrase capital of france?',
+      'paraphrase france: its capital', 'paraphrase the capital of france is'];
+        kinds.push(
+      ['paraphrase', async (i) => read(await post(user(phrasings[i % 10]!, undefined, { temperature: 0 })), 'paraphrase', true)],
+      ['paraphrase guarded', async (i) => read(await post(user(phrasings[(i + 1) % 10]!, '<guard>S1</guard>', { temperature: 0 })), 'paraphrase guarded', true)],
+    );
+  }
   const FAILED_WITHOUT_WORK = ['too long', 'upstream 500', 'upstream cut'];
   try {
     // About 400 requests, 12 at a time, every kind in turn.
@@ -339,6 +364,7 @@ async function ledger(stores: (Store | undefined)[]) {
       }
     }
     assert.ok(answered.some((o) => o.cached), 'some answers came from the cache');
+    if (semantic) for (const kind of ['paraphrase', 'paraphrase guarded']) assert.ok(byKind.get(kind)!.some((o) => o.cached), `no ${kind} was a semantic hit`);
     const due = answered.reduce((sum, o) => sum + (o.cached ? 0 : priceOf(o.usage!)), 0);
 
     // The requests that got no usage: what the service recorded it charged them.
@@ -374,6 +400,10 @@ async function ledger(stores: (Store | undefined)[]) {
 describe('the ledger: every balance is its start minus the prices of what usage reported', { timeout: 600_000 }, () => {
   it('on the embedded store', async () => {
     assert.ok((await ledger([undefined])) >= 300);
+  });
+
+  it('on the embedded store, with the semantic layer', async () => {
+    assert.ok((await ledger([undefined], true)) >= 300);
   });
 
   const REDIS_URL = process.env.REDIS_URL;
