@@ -928,6 +928,12 @@ export interface components {
     headers: {
         /** @description Id of this request, also written in the server log next to any failure. A well-formed `x-request-id` sent by the caller is echoed. */
         RequestId: string;
+        /**
+         * @description A compatible addition: whether the verified cache answered, `hit` (the body's `vcache` is
+         *     true), `miss`, or `bypass` (`x-service-bypass-cache`). The one way a streamed answer says
+         *     it was a hit, as its chunks carry no `vcache`.
+         */
+        ServiceCache: "hit" | "miss" | "bypass";
         /** @description Seconds to wait before retrying. */
         RetryAfter: number;
         /** @description The key's requests per minute. */
@@ -1010,12 +1016,13 @@ export interface operations {
         responses: {
             /**
              * @description The completion: a JSON document when `stream` is not true, or a server-sent event
-             *     stream when it is. Every response carries `x-request-id`; every answer for a key with
-             *     rate limits carries the `x-ratelimit-*` headers of each limit it has.
+             *     stream when it is. Every response carries `x-request-id` and `x-service-cache`; every
+             *     answer for a key with rate limits carries the `x-ratelimit-*` headers of each limit it has.
              */
             200: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
+                    "x-service-cache": components["headers"]["ServiceCache"];
                     "x-ratelimit-limit-requests": components["headers"]["RateLimitLimitRequests"];
                     "x-ratelimit-remaining-requests": components["headers"]["RateLimitRemainingRequests"];
                     "x-ratelimit-reset-requests": components["headers"]["RateLimitResetRequests"];

@@ -75,7 +75,7 @@ export function createChatCompletionHandler(deps: ChatCompletionDeps): RequestHa
       const { precontext, cached, headers } = completion;
       recordCompletion(outcome, ctx, completion, deps.engineKind);
       const events = observeEvents(untilShutdown(completion.events, flight.signal), outcome, ctx, completion);
-      if (headers) res.set(headers);
+      res.set({ ...headers, 'x-service-cache': outcome.cache });
       if (body.stream) {
         const shown = ctx.flags.showAdditionalInfo ? precontext : [];
         const chunks = toChunks(meta, events, {

@@ -248,7 +248,8 @@ async function ledger(stores: (Store | undefined)[], semantic = false) {
     const chunks = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
     const last = chunks.at(-1);
     if (last.error) return { status: 500, didWork, kind };
-    return { status: 200, usage: last.usage, cached: chunks[0]?.vcache === true, didWork: didWork && chunks[0]?.vcache !== true, kind };
+    const cached = res.headers.get('x-service-cache') === 'hit'; // chunks carry no vcache
+    return { status: 200, usage: last.usage, cached, didWork: didWork && !cached, kind };
   };
   const bypass = { 'x-service-bypass-cache': 'true' };
   const stream = { stream: true, stream_options: { include_usage: true } };
@@ -317,14 +318,14 @@ async function ledger(stores: (Store | undefined)[], semantic = false) {
   ];
   if (semantic) {
     // One question in many phrasings with the same content words (so the filter lets them meet),
-    // deterministic, answered alike, guarded or not (not streamed: a stream does not say it was a
-    // hit, so its price could not be checked here; semantic-cache.test.ts checks a streamed hit's).
+    // deterministic, answered alike, streamed or not, guarded or not.
     // Ten, none asked twice in a kind: every hit is a semantic one.
     const phrasings = ['paraphrase the capital of france', 'paraphrase capital of france', 'paraphrase france, its capital', 'paraphrase what is the capital of france',
       'paraphrase so, the capital of france?', 'paraphrase and the capital of france', 'paraphrase the capital of france, please', 'paraphrase capital of france?',
       'paraphrase france: its capital', 'paraphrase the capital of france is'];
         kinds.push(
       ['paraphrase', async (i) => read(await post(user(phrasings[i % 10]!, undefined, { temperature: 0 })), 'paraphrase', true)],
+      ['paraphrase streamed', async (i) => read(await post(user(phrasings[(i + 2) % 10]!, undefined, { temperature: 0, ...stream })), 'paraphrase streamed', true, true)],
       ['paraphrase guarded', async (i) => read(await post(user(phrasings[(i + 1) % 10]!, '<guard>S1</guard>', { temperature: 0 })), 'paraphrase guarded', true)],
     );
   }
@@ -364,7 +365,7 @@ async function ledger(stores: (Store | undefined)[], semantic = false) {
       }
     }
     assert.ok(answered.some((o) => o.cached), 'some answers came from the cache');
-    if (semantic) for (const kind of ['paraphrase', 'paraphrase guarded']) assert.ok(byKind.get(kind)!.some((o) => o.cached), `no ${kind} was a semantic hit`);
+    if (semantic) for (const kind of ['paraphrase', 'paraphrase streamed', 'paraphrase guarded']) assert.ok(byKind.get(kind)!.some((o) => o.cached), `no ${kind} was a semantic hit`);
     const due = answered.reduce((sum, o) => sum + (o.cached ? 0 : priceOf(o.usage!)), 0);
 
     // The requests that got no usage: what the service recorded it charged them.

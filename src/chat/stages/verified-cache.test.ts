@@ -51,6 +51,20 @@ describe('the verified cache', () => {
     assert.equal((await json(ask('first streamed'))).vcache, true);
   });
 
+  it('says in x-service-cache whether the cache answered (hit, miss, bypass), streamed too, where chunks carry no vcache', async () => {
+    const status = async (body: object, headers: Record<string, string> = {}) => {
+      const res = await postCompletion(server.baseUrl, body, headers);
+      await res.arrayBuffer();
+      return res.headers.get('x-service-cache');
+    };
+    for (const stream of [false, true]) {
+      const question = ask(`said in a header ${stream}`, { stream });
+      assert.equal(await status(question), 'miss');
+      assert.equal(await status(question), 'hit');
+      assert.equal(await status(question, { 'x-service-bypass-cache': 'true' }), 'bypass');
+    }
+  });
+
   it('with x-service-bypass-cache neither reads nor writes', async () => {
     await json(ask('bypassed'), { 'x-service-bypass-cache': 'true' });
     assert.equal((await json(ask('bypassed'))).vcache, false, 'a bypassing request wrote the cache');
