@@ -30,7 +30,7 @@ SERVE_CHAINED := scripts/while-serving.sh $(CHAINED_URL)/chat/completions \
 	"PORT=$(CHAINED_PORT) $(TEST_ENV) UPSTREAM_BASE_URL=$(LOCAL_URL) UPSTREAM_API_KEY=$(TEST_KEY) $(SERVE)"
 SUITE_ENV := SERVICE_API_KEY=$(TEST_KEY) SERVICE_CONTEXT_WINDOW=4096 SERVICE_HAS_SEARCH=true
 
-.PHONY: help setup serve-setup run client docs conformance kit kit-table mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock fresh-clone test bench bench-hostile bench-account bench-gateway guard-eval accuracy
+.PHONY: help setup serve-setup semantic-judge run client docs conformance kit kit-table mock generate check-generated lint typecheck unit contract contract-mock fuzz fuzz-mock fresh-clone test bench bench-hostile bench-account bench-gateway guard-eval accuracy
 
 help:
 	@echo "make run    set up, then serve on http://127.0.0.1:$(PORT)/v1"
@@ -48,6 +48,14 @@ GUARD_SPANS_HEADS := .cache/guard/heads-spans.json
 serve-setup: .cache/system-packages-serve.installed node_modules/.installed $(BUILD) .venv-stt/.installed $(MODEL) $(GUARD_HEADS) $(GUARD_SPANS_HEADS) $(DOCS)
 
 setup: serve-setup .cache/system-packages.installed .venv/.installed .cache/fixtures/photos/horse.png
+
+# The semantic layer's budget judge (CACHE_JUDGE=budget): a cross-encoder trained here, about 20
+# minutes the first time, then copied from the build cache (scripts/install-semantic-judge.sh).
+SEMANTIC_JUDGE := .cache/semantic-judge/budget.json
+semantic-judge: serve-setup $(SEMANTIC_JUDGE)
+$(SEMANTIC_JUDGE): scripts/install-semantic-judge.sh scripts/fetch-cross-encoder-inputs.sh scripts/semantic-judge-pairs.ts \
+		src/guard/text/pair_judge.py src/guard/text/train_pair_judge.py $(wildcard bench/data/semantic-cache*.txt)
+	scripts/install-semantic-judge.sh
 
 .cache/fixtures/photos/horse.png: scripts/install-test-photos.sh
 	@rm -f $@
@@ -156,7 +164,8 @@ $(MODEL): scripts/install-model.sh
 	touch $@
 
 # --- serving ----------------------------------------------------------------------------------
-run: serve-setup
+# CACHE_JUDGE=budget (with CACHE_MODE=semantic) serves the semantic layer's budget judge, built first.
+run: serve-setup $(if $(filter budget,$(CACHE_JUDGE)),semantic-judge)
 	@$(NODE) src/keys/cli.ts ensure-dev
 	PORT=$(PORT) $(SERVE)
 

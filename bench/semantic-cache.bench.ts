@@ -18,10 +18,15 @@
 // November, set 6 on 28 November and set 7 on 29 November, each last, so the others' figures stay comparable. Also: the
 // added latency of a miss (p50), the verified server against the exact one on the same unseen
 // prompts, with the scripted model, the embedded one and a remote one. Writes bench/results/semantic-cache.json.
+//
+// BENCH_JUDGE=budget: the verified cache judges with the budget judge (CACHE_JUDGE=budget; built by
+// make semantic-judge) in place of the candidate filter and the alignment; writes
+// bench/results/semantic-cache-budget.json. Set 8 was first read by both, the same day (2 December).
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixedTerms, wordsApart, wordPrints } from '../src/chat/semantic/candidate-filter.ts';
+import { loadBudgetJudge } from '../src/chat/semantic/budget-judge.ts';
 import { MiniLmEmbedder, similarity } from '../src/chat/semantic/embedder.ts';
 import type { ChatCompletionResponse } from '../src/contract/wire-types.ts';
 import { loadConfig } from '../src/config.ts';
@@ -47,6 +52,9 @@ const MAX_ERROR = Number(process.env.CACHE_MAX_ERROR ?? 0.02);
 const DELTAS = [MAX_ERROR, 0.05, 0.1];
 const VERIFY_SHARE = Number(process.env.CACHE_VERIFY_SHARE ?? 0.1);
 const ROOT = new URL('..', import.meta.url).pathname;
+/** BENCH_JUDGE=budget: the budget judge's folder, as CACHE_JUDGE_DIR's default. */
+const JUDGE_DIR = process.env.BENCH_JUDGE === 'budget' ? `${ROOT}.cache/semantic-judge` : undefined;
+const judge = JUDGE_DIR ? loadBudgetJudge(JUDGE_DIR) : undefined;
 
 const { tune, held, answer } = loadSets(!TUNING_ONLY && !LATENCY_ONLY); // held-out questions not even read when tuning
 const heldTallies = () => Object.fromEntries(HELD.map((h) => [h, tally()])) as Record<Held, Tally>;
@@ -107,7 +115,7 @@ const meaning: Script = (request) => [
 ];
 
 async function main() {
-  const encoder = new MiniLmEmbedder({ python: `${ROOT}.venv-guard/bin/python`, threads: Number(process.env.THREADS ?? 1), timeoutMs: 60_000, maxQueued: 100, perCaller: 100 });
+  const encoder = new MiniLmEmbedder({ python: `${ROOT}.venv-guard/bin/python`, threads: Number(process.env.THREADS ?? 1), timeoutMs: 60_000, maxQueued: 100, perCaller: 100, judgeDir: JUDGE_DIR });
   // A miss with nothing to compare embeds beside its generation and stores its entry after the
   // answer. The scripted model answers at once, where a real one takes longer than the embedding:
   // so the next request waits for those stores (settled), as it would behind a real generation.
@@ -121,6 +129,7 @@ async function main() {
       void p.finally(() => pending.delete(p)).catch(() => undefined);
       return p;
     },
+    crossLogit: (a: string, b: string, caller?: string) => encoder.crossLogit(a, b, caller),
     close: () => encoder.close(),
   };
   const settled = async () => { while (pending.size > 0) await Promise.allSettled([...pending]); await new Promise((r) => setImmediate(r)); };
@@ -153,7 +162,7 @@ async function main() {
     engine,
     store: createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'bench-keys-')), 'keys.json'), cacheMaxEntries: 100_000 }),
     validateResponses: false,
-    ...(semantic ? { semantic: { embedder, options: { scope: 'key' as const, ttlSeconds: 3600, maxError, verifyShare: VERIFY_SHARE, random: rng(7) } } } : {}),
+    ...(semantic ? { semantic: { embedder, options: { scope: 'key' as const, ttlSeconds: 3600, maxError, verifyShare: VERIFY_SHARE, random: rng(7), judge } } } : {}),
   });
   const ask = async (baseUrl: string, text: string, seed: number, maxTokens?: number) => {
     const started = performance.now();
@@ -294,13 +303,13 @@ async function main() {
 
   if (LATENCY_ONLY) { console.log('miss p50 ms (tuning prompts)', JSON.stringify(missP50Ms)); return; }
   const result = {
-    delta: MAX_ERROR, verifyShare: VERIFY_SHARE, tuningPasses: PASSES, tunedThreshold: tuned,
+    delta: MAX_ERROR, verifyShare: VERIFY_SHARE, tuningPasses: PASSES, tunedThreshold: tuned, judge: judge ? 'budget' : 'alignment',
     set: { tune: { groups: tune.groups.length, pairs: tune.pairs.length }, ...Object.fromEntries(HELD.map((h) => [h, { file: HELDOUT[h].file, groups: held[h].groups.length, pairs: held[h].pairs.length }])) },
     rows: Object.fromEntries(Object.entries(rows).map(([name, r]) => [name, { tune: rates(r.tune), tunePasses: passes[name], held: Object.fromEntries(HELD.map((h) => [h, rates(r[h])])) as Record<Held, ReturnType<typeof rates>>,
       heldout4BySource: sources[name] && Object.fromEntries(Object.entries(sources[name]).map(([k, t]) => [k, rates(t)])) }])),
     missP50Ms,
   };
-  writeFileSync(`${ROOT}bench/results/semantic-cache.json`, `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(`${ROOT}bench/results/semantic-cache${judge ? '-budget' : ''}.json`, `${JSON.stringify(result, null, 2)}\n`);
   for (const [name, r] of Object.entries(result.rows)) {
     const line = (h: ReturnType<typeof rates>) => `paraphrase hits ${pct(h.paraphraseHitRate)} (${h.paraphraseHits}/${h.paraphrases}), near-miss false hits ${pct(h.nearMissFalseHitRate)} (${h.falseNearHits}/${h.nearMisses}, 95% upper bound ${pct(h.nearMissFalseHitUpper95)}), wrong among hits ${h.wrongHits}/${h.hits}`;
     console.log(`${name}\n${HELD.map((h) => `  ${h}: ${line(r.held[h])}\n`).join('')}${Object.entries(r.heldout4BySource ?? {}).map(([k, t]) => `    set 4, ${k}: ${line(t)}\n`).join('')}  tuning: ${pct(r.tune.paraphraseHitRate)}, ${pct(r.tune.nearMissFalseHitRate)}${r.tunePasses ? ` (per pass ${r.tunePasses.join(' ')})` : ''}`);

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src" / "guard" / "text"))
 from minilm import MiniLm  # noqa: E402
 from mpnet import MpNet  # noqa: E402
-from pair_judge import THREADS, PairJudge, combined_logit, fit as fit_combination  # noqa: E402
+from pair_judge import BUDGET_DIRECTIONS, THREADS, PairJudge, budget_features, combined_logit, fit as fit_combination, fit_monotone  # noqa: E402
 from train_pair_judge import calibration  # noqa: E402
 
 DELTA = 0.02
@@ -48,13 +48,8 @@ NAMES = ["cosine", "mpnet cosine", "alignment worst", "alignment second worst", 
 
 def features(p):
     i, j = at[p["a"]], at[p["b"]]
-    alike = pieces[i] @ pieces[j].T
-    rows, cols = alike.max(1), alike.max(0)
-    shorter, longer = (rows, cols) if len(rows) <= len(cols) else (cols, rows)
-    both = np.sort(np.concatenate([rows, cols]))
-    return [vectors[i] @ vectors[j], mp_vectors[i] @ mp_vectors[j], both[0], both[min(1, len(both) - 1)], both.mean(),
-            shorter.min(), shorter.mean(), np.sum(shorter < 0.6), longer.min(), longer.mean(), np.sum(longer < 0.6),
-            len(longer) - len(shorter), float(p["sameFixedTerms"]), float(p["wordsApart"])]
+    cheap = budget_features(vectors[i], pieces[i], vectors[j], pieces[j], p["sameFixedTerms"], p["wordsApart"])
+    return cheap[:1] + [mp_vectors[i] @ mp_vectors[j]] + cheap[1:]
 
 
 X = np.array([features(p) for p in pairs], dtype=float)
@@ -112,6 +107,9 @@ for test in SETS[1:]:
             rows[name]["logistic judge on every feature and the cross-encoder"] = read(fit(with_cross[seen], y[seen])(with_cross), seen, k)
             rows[name]["the served judge (as fitted at setup)"] = read(served, seen, k)
             rows[name]["logistic judge without MPNet, the cross-encoder one order"] = read(fit(cheap[seen], y[seen])(cheap), seen, k)
+            # As the cache serves it (CACHE_JUDGE=budget): no weight against its feature's direction.
+            monotone = fit_monotone(cheap[seen], y[seen], BUDGET_DIRECTIONS)
+            rows[name]["the budget judge as served (no weight against its direction)"] = read(combined_logit(monotone, cheap), seen, k)
 
 
 def timing(calls=40):

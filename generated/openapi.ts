@@ -906,11 +906,14 @@ export interface components {
          *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
          *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
          *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
-         *     cached one meant (every word of each finding its counterpart in the other), everything
-         *     else above equal (and the `model` too), its numbers, units, names, negations and
-         *     direction the same and not a few words swapped, when the verifications of that entry and
-         *     the latest of its caller's scope keep the estimated probability of a wrong answer under
-         *     the deployment's bound; also with `vcache: true`. This header skips that layer as well.
+         *     cached one meant, everything else above equal (and the `model` too), when the
+         *     verifications of that entry and the latest of its caller's scope keep the estimated
+         *     probability of a wrong answer under the deployment's bound; also with `vcache: true`.
+         *     "Means what it meant" is the deployment's judge: by default every word of each finds its
+         *     counterpart in the other, and the numbers, units, names, negations and direction are the
+         *     same and not a few words swapped; a deployment's budget judge (`CACHE_JUDGE=budget`)
+         *     weighs those with a model that reads both questions together. This header skips that
+         *     layer as well.
          */
         BypassCache: boolean;
         /**
@@ -987,11 +990,14 @@ export interface operations {
                  *     first generated, and costs no credits; streamed, it is replayed as a normal stream.
                  *     A deployment with the semantic layer (`CACHE_MODE=semantic`) may also answer a
                  *     deterministic request (`temperature` 0 or a `seed`) whose last user message means what a
-                 *     cached one meant (every word of each finding its counterpart in the other), everything
-                 *     else above equal (and the `model` too), its numbers, units, names, negations and
-                 *     direction the same and not a few words swapped, when the verifications of that entry and
-                 *     the latest of its caller's scope keep the estimated probability of a wrong answer under
-                 *     the deployment's bound; also with `vcache: true`. This header skips that layer as well.
+                 *     cached one meant, everything else above equal (and the `model` too), when the
+                 *     verifications of that entry and the latest of its caller's scope keep the estimated
+                 *     probability of a wrong answer under the deployment's bound; also with `vcache: true`.
+                 *     "Means what it meant" is the deployment's judge: by default every word of each finds its
+                 *     counterpart in the other, and the numbers, units, names, negations and direction are the
+                 *     same and not a few words swapped; a deployment's budget judge (`CACHE_JUDGE=budget`)
+                 *     weighs those with a model that reads both questions together. This header skips that
+                 *     layer as well.
                  */
                 "x-service-bypass-cache"?: components["parameters"]["BypassCache"];
                 /** @description `true` bypasses the MoA layer (internal tasks on attachments) and runs only the raw model layer. */

@@ -61,6 +61,11 @@ export const ENV = z.object({
   // bound of 1/2 or more would answer any question from any entry (verification.ts).
   CACHE_MAX_ERROR: share().lt(0.5, { error: 'must be below 0.5: at 0.5 an entry never verified meets the bound, and any question would be answered from any cached one' }).default(0.02),
   CACHE_VERIFY_SHARE: share().default(0.1),
+  /** What judges a paraphrase in the semantic layer: `alignment` (the candidate filter, then the word pieces'
+   * alignment) or `budget` (a logistic judge on the encoder's features and a cross-encoder, built by
+   * `make semantic-judge` into CACHE_JUDGE_DIR). */
+  CACHE_JUDGE: oneOf(['alignment', 'budget']).default('alignment'),
+  CACHE_JUDGE_DIR: text().default(`${PROJECT_ROOT}.cache/semantic-judge`),
   /** Credits per 1,000 tokens; a request costs ceil(prompt × p + completion × c) / 1000. */
   CREDITS_PER_1K_PROMPT_TOKENS: decimal().default(1), CREDITS_PER_1K_COMPLETION_TOKENS: decimal().default(2),
   /** Credits per unit of each task's work (src/chat/prices.ts says why each unit). */
@@ -158,6 +163,7 @@ const CONFIG = ENV.transform((env) => ({
     mode: env.CACHE_MODE,
     maxError: env.CACHE_MAX_ERROR,
     verifyShare: env.CACHE_VERIFY_SHARE,
+    judgeDir: env.CACHE_JUDGE === 'budget' ? env.CACHE_JUDGE_DIR : undefined,
   },
   credits: {
     per1kPromptTokens: env.CREDITS_PER_1K_PROMPT_TOKENS,

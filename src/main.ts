@@ -11,6 +11,7 @@ import { createLogger, loggerOn } from './logging.ts';
 import { Guard } from './guard/guard.ts';
 import { ImageClassifier } from './guard/image/image-classifier.ts';
 import { TextClassifier } from './guard/text/text-classifier.ts';
+import { loadBudgetJudge } from './chat/semantic/budget-judge.ts';
 import { MiniLmEmbedder } from './chat/semantic/embedder.ts';
 import { createStore } from './store/create-store.ts';
 import { createFaultHandler, installFaultHandler } from './process/faults.ts';
@@ -49,14 +50,17 @@ async function start(): Promise<void> {
     new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller }),
     new ImageClassifier(workerLimitsOf(config)),
   );
-  const embedder = config.cache.mode === 'semantic'
-    ? new MiniLmEmbedder({ python: config.guard.python, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller })
+  const semantic = config.cache.mode === 'semantic';
+  // Read before the server starts: a judge that is missing or fitted for other code stops it here, with how to build it.
+  const judge = semantic && config.cache.judgeDir ? loadBudgetJudge(config.cache.judgeDir) : undefined;
+  const embedder = semantic
+    ? new MiniLmEmbedder({ python: config.guard.python, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller, judgeDir: judge && config.cache.judgeDir })
     : undefined;
   const app = createApp({
     engine, tasks, keys, store, drain, guard,
     quota: quotaOptionsOf(config),
     cache: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds },
-    ...(embedder ? { semantic: { embedder, options: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds, maxError: config.cache.maxError, verifyShare: config.cache.verifyShare } } } : {}),
+    ...(embedder ? { semantic: { embedder, options: { scope: config.cache.scope, ttlSeconds: config.cache.ttlSeconds, maxError: config.cache.maxError, verifyShare: config.cache.verifyShare, judge } } } : {}),
     attachmentLimits: attachmentLimitsOf(config),
     schemaLimits: config.schemas,
     bodyLimitBytes: config.bodyLimitBytes,

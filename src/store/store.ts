@@ -105,6 +105,8 @@ export interface SemanticEntry {
   answerKey: string;
   /** The prompt's words as short hashes (candidate-filter.ts), for the one-word-apart rule. */
   words?: string[];
+  /** The last turn's text, which the budget judge's cross-encoder reads (CACHE_JUDGE=budget only). */
+  text?: string;
 }
 
 /** One verification: at similarity `s`, the cached answer was (`ok`) or was not the fresh one. */

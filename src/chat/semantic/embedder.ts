@@ -15,6 +15,8 @@ export interface Reading {
 export interface Embedder {
   /** `caller` (an API key id) is counted in the worker queue's share. */
   embed(text: string, caller?: string): Promise<Reading>;
+  /** The budget judge's cross-encoder: its logit for two questions read together, `a` first (with a judge only). */
+  crossLogit?(a: string, b: string, caller?: string): Promise<number>;
   close?(): Promise<void>;
 }
 
@@ -23,6 +25,8 @@ export interface MiniLmEmbedderOptions extends QueueLimits {
   python: string;
   threads: number;
   timeoutMs: number;
+  /** The budget judge's folder (`CACHE_JUDGE=budget`): the worker then also reads pairs with its cross-encoder. */
+  judgeDir?: string;
 }
 
 /**
@@ -31,11 +35,11 @@ export interface MiniLmEmbedderOptions extends QueueLimits {
  * guard's batches.
  */
 export class MiniLmEmbedder implements Embedder {
-  private readonly worker: LineWorker<{ texts: string[] }, { vectors: number[][]; pieces: string[] }>;
+  private readonly worker: LineWorker<{ texts: string[] } | { pairs: [string, string][] }, { vectors: number[][]; pieces: string[]; logits: number[] }>;
 
   constructor(options: MiniLmEmbedderOptions) {
     this.worker = new LineWorker({
-      name: 'the semantic cache\'s encoder', command: options.python, args: [SCRIPT, 'embed'],
+      name: 'the semantic cache\'s encoder', command: options.python, args: [SCRIPT, 'embed', ...(options.judgeDir ? [options.judgeDir] : [])],
       env: { GUARD_THREADS: String(options.threads) }, timeoutMs: options.timeoutMs, maxQueued: options.maxQueued, perCaller: options.perCaller,
     });
   }
@@ -43,6 +47,11 @@ export class MiniLmEmbedder implements Embedder {
   async embed(text: string, caller?: string): Promise<Reading> {
     const { vectors, pieces } = await this.worker.request({ texts: [text] }, caller);
     return { vector: Float32Array.from(vectors[0]!), pieces: decodeVector(pieces[0]!) };
+  }
+
+  async crossLogit(a: string, b: string, caller?: string): Promise<number> {
+    const { logits } = await this.worker.request({ pairs: [[a, b]] }, caller);
+    return logits[0]!;
   }
 
   warm(): Promise<unknown> {

@@ -14,17 +14,23 @@ export const PIECE_WIDTH = 384;
  * vectors' cosine. Symmetric; 1 for a text with itself; -1 when either has no piece.
  */
 export function alignment(a: Float32Array, b: Float32Array): number {
-  const rows = piecesOf(a);
-  const cols = piecesOf(b);
+  const { rows, cols } = bestMatches(a, b);
   if (rows.length === 0 || cols.length === 0) return -1;
-  const rowBest = rows.map(() => -1);
-  const colBest = cols.map(() => -1);
-  rows.forEach((row, i) => cols.forEach((col, j) => {
+  return Math.min(...rows, ...cols);
+}
+
+/** Each piece's best cosine in the other text: `rows` for a's pieces, `cols` for b's. */
+export function bestMatches(a: Float32Array, b: Float32Array): { rows: number[]; cols: number[] } {
+  const rowPieces = piecesOf(a);
+  const colPieces = piecesOf(b);
+  const rows = rowPieces.map(() => -1);
+  const cols = colPieces.map(() => -1);
+  rowPieces.forEach((row, i) => colPieces.forEach((col, j) => {
     const s = similarity(row, col);
-    rowBest[i] = Math.max(rowBest[i]!, s);
-    colBest[j] = Math.max(colBest[j]!, s);
+    rows[i] = Math.max(rows[i]!, s);
+    cols[j] = Math.max(cols[j]!, s);
   }));
-  return Math.min(...rowBest, ...colBest);
+  return { rows, cols };
 }
 
 /** Each piece's vector, as a view of the end-to-end array (no copy). */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { ChatCompletionResponse } from '../../contract/wire-types.ts';
 import { createScriptedEngine, type Script } from '../../engines/scripted-engine.ts';
-import type { Store } from '../../store/store.ts';
+import type { SemanticEntry, Store } from '../../store/store.ts';
 import { createEmbeddedStore } from '../../store/embedded-store.ts';
 import { createRedisStore } from '../../store/redis-store.ts';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +11,7 @@ import { postCompletion, startTestServer, type TestServer } from '../../testing/
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BUDGET_FEATURES, type Combination } from '../semantic/budget-judge.ts';
 import type { Embedder } from '../semantic/embedder.ts';
 import { Guard } from '../../guard/guard.ts';
 import { scriptedTextScorer } from '../../guard/scripted-text-scorer.ts';
@@ -41,19 +42,19 @@ const meaning: Script = (request) => {
 const ask = (question: string, extra: object = {}) => ({ model: 'service', temperature: 0, messages: [{ role: 'user', content: question }], ...extra });
 
 /** A server of its own (a fresh cache), and a store that counts the semantic layer's writes. */
-async function start(maxError: number, random: () => number = () => 1, shared?: Store, encoder: Embedder = embedder, script: Script = meaning) {
+async function start(maxError: number, random: () => number = () => 1, shared?: Store, encoder: Embedder = embedder, script: Script = meaning, judge?: Combination) {
   const counting = countingEngine(createScriptedEngine(script), (e) => e.type === 'done');
   const inner = shared ?? createEmbeddedStore({ file: join(mkdtempSync(join(tmpdir(), 'keys-')), 'keys.json'), cacheMaxEntries: 1000 });
-  const writes = { count: 0, answers: 0 };
+  const writes = { count: 0, answers: 0, entries: [] as SemanticEntry[] };
   const store: Store = {
     ...inner,
     cacheSet: (...args) => (writes.answers++, inner.cacheSet(...args)),
-    semanticAdd: (...args) => (writes.count++, inner.semanticAdd(...args)),
+    semanticAdd: (...args) => (writes.count++, writes.entries.push(args[1]), inner.semanticAdd(...args)),
     observe: (...args) => (writes.count++, inner.observe(...args)),
   };
   const server = await startTestServer({
     engine: counting.engine, store,
-    semantic: { embedder: encoder, options: { scope: 'key', ttlSeconds: 60, maxError, verifyShare: 0.1, random } },
+    semantic: { embedder: encoder, options: { scope: 'key', ttlSeconds: 60, maxError, verifyShare: 0.1, random, ...(judge ? { judge } : {}) } },
   });
   const json = async (body: unknown, headers: Record<string, string> = {}) => {
     const res = await postCompletion(server.baseUrl, body, headers);
@@ -287,6 +288,72 @@ describe('the semantic cache\'s candidate filter', () => {
       assert.equal(germany.choices[0]?.message.content, 'Berlin', 'Germany answered with France\'s capital');
       const nine = await s.json(ask('Is 9 a prime number?'));
       assert.equal(nine.choices[0]?.message.content, 'no', '9 answered as 7');
+    } finally {
+      await s.server.close();
+    }
+  });
+});
+
+describe('the semantic cache with the budget judge (CACHE_JUDGE=budget)', () => {
+  // A judge that trusts its cross-encoder alone (every other weight 0): s = sigmoid(the logit). The
+  // scripted cross-encoder vouches for France's paraphrases and rejects Germany, which the
+  // encoder puts as near as they are: without the candidate filter, only the judge keeps it apart.
+  const judge: Combination = { features: BUDGET_FEATURES, mean: BUDGET_FEATURES.map(() => 0), sd: BUDGET_FEATURES.map(() => 1), weights: BUDGET_FEATURES.map((_, i) => (i === BUDGET_FEATURES.length - 1 ? 1 : 0)), intercept: 0 };
+  const questions = new Map<string, [number, string, number]>([ // angle on the circle, answer, the cross-encoder's logit against the cached question
+    ['What is the capital of France?', [0, 'Paris', 9]], ["Which city is France's capital?", [Math.acos(0.9), 'Paris', 3]],
+    ['Tell me the capital of France.', [Math.acos(0.92), 'Paris', 4]], ['What is the capital of Germany?', [-Math.acos(0.96), 'Berlin', -4]],
+  ]);
+  const read: string[][] = [];
+  const judged: Embedder = {
+    async embed(text) { return onTheCircle(questions.get(text)?.[0] ?? Math.PI / 2); },
+    async crossLogit(a, b) { read.push([a, b]); return questions.get(b)?.[2] ?? -9; },
+  };
+  const script: Script = (request) => [{ type: 'content', text: questions.get(String(request.messages.at(-1)?.content))?.[1] ?? 'unknown' }, { type: 'done', finishReason: 'stop', usage: { promptTokens: 1, completionTokens: 1 } }];
+
+  it('judges a paraphrase by the cross-encoder (the cached text first), serves it once verified, and answers a near miss it rejects fresh', async () => {
+    const s = await start(0.4, () => 1, undefined, judged, script, judge);
+    try {
+      await s.json(ask('What is the capital of France?'));
+      assert.equal((await s.json(ask("Which city is France's capital?"))).vcache, false, 'served cold');
+      assert.deepEqual(read.at(-1), ['What is the capital of France?', "Which city is France's capital?"]);
+      const hit = await s.json(ask('Tell me the capital of France.'));
+      assert.equal(hit.vcache, true, 'a paraphrase the judge vouches for above a verified one was not served: the test proves nothing');
+      assert.equal(hit.choices[0]?.message.content, 'Paris');
+      const generated = s.counting.produced();
+      const germany = await s.json(ask('What is the capital of Germany?'));
+      assert.deepEqual(read.at(-1), ['What is the capital of France?', 'What is the capital of Germany?'], 'the near miss was never judged: the filter kept it apart, not the judge');
+      assert.equal(germany.choices[0]?.message.content, 'Berlin', 'Germany answered with France\'s capital');
+      assert.equal(s.counting.produced(), generated + 1);
+    } finally {
+      await s.server.close();
+    }
+  });
+
+  it('keeps the last turn\'s text in an entry under the budget judge alone, and none for ZDR', async () => {
+    const aligned = await start(0.4, () => 1, undefined, judged, script);
+    const budget = await start(0.4, () => 1, undefined, judged, script, judge);
+    try {
+      await aligned.json(ask('What is the capital of France?'));
+      await budget.json(ask('What is the capital of France?'), { 'x-service-zdr': 'true' });
+      assert.equal(budget.writes.entries.length, 0, 'a ZDR request stored an entry');
+      await budget.json(ask('What is the capital of France?'));
+      assert.equal(aligned.writes.entries[0]?.text, undefined, 'the alignment\'s entries keep text they never read');
+      assert.equal(budget.writes.entries[0]?.text, 'What is the capital of France?');
+    } finally {
+      await Promise.all([aligned.server.close(), budget.server.close()]);
+    }
+  });
+
+  it('answers fresh, once, when the cross-encoder fails', async () => {
+    const failing: Embedder = { embed: judged.embed, async crossLogit() { throw new Error('the worker stopped'); } };
+    const s = await start(0.4, () => 1, undefined, failing, script, judge);
+    try {
+      await s.json(ask('What is the capital of France?'));
+      const generated = s.counting.produced();
+      const answer = await s.json(ask("Which city is France's capital?"));
+      assert.equal(answer.choices[0]?.message.content, 'Paris');
+      assert.equal(answer.vcache, false);
+      assert.equal(s.counting.produced(), generated + 1);
     } finally {
       await s.server.close();
     }

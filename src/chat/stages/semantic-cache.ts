@@ -7,8 +7,10 @@ import type { SemanticEntry, Store } from '../../store/store.ts';
 import type { PrecontextEntry } from '../../tasks/task.ts';
 import type { Completion, Stage } from '../pipeline.ts';
 import type { RequestContext } from '../request-context.ts';
-import { decodeVector, type Embedder, encodeVector, type Reading, similarity } from '../semantic/embedder.ts';
-import { alignment, PIECE_WIDTH } from '../semantic/token-alignment.ts';
+import type { Combination } from '../semantic/budget-judge.ts';
+import { type Embedder, encodeVector, type Reading } from '../semantic/embedder.ts';
+import { alignedNearest, budgetNearest, piecesKey } from '../semantic/nearest.ts';
+import { PIECE_WIDTH } from '../semantic/token-alignment.ts';
 import { fixedTerms, wordsApart, wordPrints } from '../semantic/candidate-filter.ts';
 import { sameAnswer } from '../semantic/same-answer.ts';
 import { entryAllows, estimatedError } from '../semantic/verification.ts';
@@ -23,6 +25,11 @@ export interface SemanticCacheOptions {
   maxError: number;
   /** `CACHE_VERIFY_SHARE`: the share of would-be hits generated fresh and compared, so the estimate stays honest. */
   verifyShare: number;
+  /**
+   * `CACHE_JUDGE=budget`: the budget judge's combination (the embedder then reads pairs too). It
+   * replaces the candidate filter and the alignment: the filter's verdicts are two of its features.
+   */
+  judge?: Combination;
   /** Tests pass a scripted one. */
   random?: () => number;
 }
@@ -33,8 +40,6 @@ export const MAX_ENTRIES = 256;
 const OWN_KEPT = 64;
 /** The verifications a scope's pool keeps (its last ones). */
 const POOL_KEPT = 4096;
-/** The entries nearest by sentence vector that the word-piece alignment then scores. */
-const JUDGED = 3;
 /**
  * The longest last turn the layer compares or stores, in word pieces (about 35 words; a question
  * is far shorter): aligning two texts costs the product of their lengths on the event loop, 1 ms
@@ -44,10 +49,10 @@ export const MAX_PIECES = 48;
 const comparable = (reading: Reading) => reading.pieces.length <= MAX_PIECES * PIECE_WIDTH;
 /**
  * What the similarities are: the word-piece alignment since 26 November (the sentence vectors'
- * cosine before). It names the semantic keys and the pools, so state learned on another scale is
- * never read as this one.
+ * cosine before), or the budget judge's probability. It names the semantic keys and the pools, so
+ * state learned on another scale is never read as this one.
  */
-const SCALE = 'aligned';
+const scaleOf = (options: SemanticCacheOptions) => (options.judge ? 'budget' : 'aligned');
 
 /**
  * The semantic layer, behind the exact one: a deterministic request whose last user turn means
@@ -61,16 +66,20 @@ const SCALE = 'aligned';
  */
 export function semanticCache(store: Store, embedder: Embedder, options: SemanticCacheOptions): Stage {
   const random = options.random ?? Math.random;
+  const scale = scaleOf(options);
+  const nearestOf = options.judge ? budgetNearest(store, embedder, options.judge) : alignedNearest(store);
   return async function semanticCache(ctx, next) {
     if (ctx.flags.bypassCache || !deterministic(ctx.generation)) return next(ctx);
     const found = await semanticKeyOf(ctx, options.scope);
     if (!found) return next(ctx);
-    // The candidate filter, before any similarity: only texts with the same fixed terms (numbers,
-    // units, names, extremes, operators, negations) share a key, so a near miss that changes one is
-    // never compared, however near its vector; nor is an entry a few words apart (candidate-filter.ts).
-    const semantic = { ...found, key: createHash('sha256').update(`${SCALE}\n${found.key}\n${fixedTerms(found.text)}`).digest('hex') };
+    // The candidate filter, before any similarity (without a judge that reads its verdicts): only
+    // texts with the same fixed terms (numbers, units, names, extremes, operators, negations) share
+    // a key, so a near miss that changes one is never compared, however near its vector; nor is an
+    // entry a few words apart (candidate-filter.ts).
+    const filtered = !options.judge;
+    const semantic = { ...found, key: createHash('sha256').update(`${scale}\n${found.key}${filtered ? `\n${fixedTerms(found.text)}` : ''}`).digest('hex') };
     const words = wordPrints(semantic.text);
-    const candidates = (await store.semanticEntries(semantic.key)).filter((entry) => !(entry.words && wordsApart(entry.words, words)));
+    const candidates = (await store.semanticEntries(semantic.key)).filter((entry) => !(filtered && entry.words && wordsApart(entry.words, words)));
     // A cache that cannot embed is a miss, never a failed request: the exact layer still ran.
     const embed = () => embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
       ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
@@ -78,7 +87,8 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     });
     const addEntry = async (reading: Reading) => {
       if (!comparable(reading)) return;
-      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(reading.vector), answerKey: await cacheKeyOf(ctx, options.scope), words };
+      const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(reading.vector), answerKey: await cacheKeyOf(ctx, options.scope), words,
+        ...(options.judge ? { text: semantic.text } : {}) };
       // The word pieces are read only for the few nearest entries: they live apart from the entry list.
       await store.cacheSet(piecesKey(entry.id), encodeVector(reading.pieces), options.ttlSeconds);
       await store.semanticAdd(semantic.key, entry, MAX_ENTRIES, options.ttlSeconds);
@@ -103,8 +113,11 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     const fresh = () => ahead?.take() ?? next(ctx);
     const reading = await embed();
     if (!reading || !comparable(reading)) return fresh();
-    const nearest = await nearestOf(reading, candidates, store);
-    const pool = `pool:${SCALE}:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
+    const nearest = await nearestOf({ text: semantic.text, reading, caller: ctx.caller.keyId }, candidates).catch((err: unknown) => {
+      ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
+      return undefined;
+    });
+    const pool = `pool:${scale}:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
 
     let neighbour: CachedAnswer | undefined;
@@ -177,26 +190,6 @@ async function startsAhead(ctx: RequestContext): Promise<boolean> {
 
 /** Only answers that are the same every time can be compared by equality. */
 const deterministic = (generation: GenerationRequest) => generation.temperature === 0 || generation.seed !== undefined;
-
-const piecesKey = (entryId: string) => `semantic-pieces:${entryId}`;
-
-/**
- * The entry that means most nearly what the prompt does, and how nearly: the JUDGED nearest by
- * sentence vector, scored by how well their word pieces align with the prompt's (an entry whose
- * pieces were evicted is not scored: no entry is a miss, never a guess).
- */
-async function nearestOf(reading: Reading, entries: SemanticEntry[], store: Store): Promise<{ entry: SemanticEntry; s: number } | undefined> {
-  const byVector = entries.map((entry) => ({ entry, cosine: similarity(reading.vector, decodeVector(entry.vector)) }))
-    .sort((a, b) => b.cosine - a.cosine).slice(0, JUDGED);
-  const pieces = await Promise.all(byVector.map(({ entry }) => store.cacheGet(piecesKey(entry.id))));
-  let best: { entry: SemanticEntry; s: number } | undefined;
-  byVector.forEach(({ entry }, i) => {
-    if (pieces[i] === undefined) return;
-    const s = alignment(reading.pieces, decodeVector(pieces[i]));
-    if (!best || s > best.s) best = { entry, s };
-  });
-  return best;
-}
 
 /** Passes the events on; at `done`, before passing it, learns from the whole answer if it verifies. */
 function whenVerified(answer: Completion, ctx: RequestContext, learn: (fresh: FoldedGeneration) => Promise<void>): AsyncIterableIterator<GenerationEvent> {

@@ -14,11 +14,13 @@
                                                  "spans", SPANS_HEADS_JSON's), "read": windows read};
                                                  the first line out names the codes and each set
                                                  of heads' thresholds
-  guard_worker.py embed                          the same protocol for the semantic cache:
+  guard_worker.py embed [JUDGE_DIR]              the same protocol for the semantic cache:
                                                  {"texts": [...]} -> {"vectors": per text, its
                                                  embedding (384 floats), the text read whole up to
                                                  EMBED_TOKENS tokens; "pieces": per text, its word
-                                                 pieces' vectors, Float32 base64}
+                                                 pieces' vectors, Float32 base64}; with JUDGE_DIR
+                                                 (CACHE_JUDGE=budget), {"pairs": [[a, b], ...]} ->
+                                                 {"logits": the cross-encoder's, order a then b}
 
 A text is flagged for a code when two heads agree: the "harmful" head (harmful requests of any
 code against safe texts, look-alikes included) passes its threshold, and that code's head passes
@@ -57,6 +59,7 @@ from heads import CODES, fit_heads, from_json, scores_of, to_json  # noqa: E402
 from mpnet import MpNet  # noqa: E402
 from minilm import MiniLm, minilm_tokenizer  # noqa: E402
 from normalise import Segmenter, normalise  # noqa: E402
+from pair_judge import PairJudge  # noqa: E402
 from span_cache import SpanCache  # noqa: E402
 from tuning_data import in_threshold_part, run_on_windows  # noqa: E402
 
@@ -332,13 +335,22 @@ def serve(heads_path, spans_heads_path):
             print(json.dumps({"error": str(err)}), flush=True)
 
 
-def serve_embeddings():
-    """The semantic cache's encoder: one embedding per text, read whole, cut at EMBED_TOKENS (minilm.py)."""
+def serve_embeddings(judge_dir=None):
+    """The semantic cache's encoder: one embedding per text, read whole, cut at EMBED_TOKENS (minilm.py);
+    with JUDGE_DIR, also the budget judge's cross-encoder on pairs, one order (pair_judge.py)."""
     encoder = MiniLm(THREADS)
+    judge = PairJudge(judge_dir, encoder.read_questions, THREADS) if judge_dir else None
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         try:
-            vectors, pieces = encoder.read_questions(json.loads(line)["texts"])
+            request = json.loads(line)
+            if "pairs" in request:
+                if judge is None:
+                    raise ValueError("this worker reads no pairs: start it with the judge's folder")
+                logits = judge.cross_logits([tuple(pair) for pair in request["pairs"]], both_orders=False)
+                print(json.dumps({"logits": [float(x) for x in logits]}), flush=True)
+                continue
+            vectors, pieces = encoder.read_questions(request["texts"])
             # Word-piece vectors go as Float32 little-endian, base64: a question's are ~15 x 384 numbers.
             pieces = [base64.b64encode(p.astype("<f4").tobytes()).decode() for p in pieces]
             print(json.dumps({"vectors": vectors.round(6).tolist(), "pieces": pieces}), flush=True)
@@ -355,6 +367,6 @@ if __name__ == "__main__":
         paths, heads_only = split_at(files, "--heads-only")
         train(sys.argv[2], paths, heads_only, forms)
     elif sys.argv[1] == "embed":
-        serve_embeddings()
+        serve_embeddings(sys.argv[2] if len(sys.argv) > 2 else None)
     else:
         serve(sys.argv[2], sys.argv[3])

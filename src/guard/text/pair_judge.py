@@ -1,9 +1,12 @@
 """A judge of two questions for the semantic cache: how likely they want the same answer. Built by
-scripts/install-semantic-judge.sh and read by the ceiling bench (BENCH_CROSS_ENCODER=1); served by
-the cache on 28 November and taken out again (README, "The semantic layer"), so not in the setup.
+scripts/install-semantic-judge.sh; read by the ceiling bench (BENCH_CROSS_ENCODER=1) and, as the
+budget judge, by the cache with CACHE_JUDGE=budget (its worker, guard_worker.py embed JUDGE_DIR,
+reads the cross-encoder; the cache computes the other features and the combination itself).
 
-  pair_judge.py fit JUDGE_DIR PAIRS.json     after train_pair_judge.py: fits the combination on
+  pair_judge.py fit JUDGE_DIR PAIRS.json     after train_pair_judge.py: fits both combinations on
                                              the calibration third, writes JUDGE_DIR/combination.json
+                                             (four features, monotone: the judge served on 28
+                                             November) and JUDGE_DIR/budget.json (the budget judge)
 
 Its reading of a pair combines, in a logistic judge, what the cache's sentence encoder sees
 (minilm.py: the sentences' cosine, and how their word pieces align: the worst and the
@@ -92,22 +95,49 @@ class PairJudge:
         return np.array(rows, dtype=float).reshape(len(pairs), len(FEATURES))
 
 
+BUDGET_FEATURES = ["cosine", "alignment worst", "alignment second worst", "alignment mean", "shorter: worst", "shorter: mean",
+                   "shorter: pieces under 0.6", "longer: worst", "longer: mean", "longer: pieces under 0.6",
+                   "pieces more in the longer", "same fixed terms", "words apart", "cross-encoder, one order"]
+# Which way each feature says "alike": +1 where more means more alike, -1 where more means less alike.
+BUDGET_DIRECTIONS = [1, 1, 1, 1, 1, 1, -1, 1, 1, -1, -1, 1, -1, 1]
+
+
+def budget_features(vector_a, pieces_a, vector_b, pieces_b, same_fixed_terms, words_apart):
+    """The budget judge's features of a pair but the cross-encoder's (BUDGET_FEATURES[:-1]): what a
+    miss can afford, the cache's own encoder's reading of both questions (src/chat/semantic/
+    budget-judge.ts computes the same): the sentence cosine; every word piece's best match in the
+    other text, the worst two and the mean, and apart for the shorter and the longer text (a
+    paraphrase often adds words a near miss does not); the length difference; and the candidate
+    filter's two verdicts."""
+    alike = pieces_a @ pieces_b.T
+    rows, cols = alike.max(1), alike.max(0)
+    shorter, longer = (rows, cols) if len(rows) <= len(cols) else (cols, rows)
+    both = np.sort(np.concatenate([rows, cols]))
+    return [float(vector_a @ vector_b), both[0], both[min(1, len(both) - 1)], both.mean(), shorter.min(), shorter.mean(),
+            float(np.sum(shorter < 0.6)), longer.min(), longer.mean(), float(np.sum(longer < 0.6)), float(len(longer) - len(shorter)),
+            float(same_fixed_terms), float(words_apart)]
+
+
 def combined_logit(combination, X):
     """The logistic judge's logit of each row of features, as fit() or fit_monotone() fitted it."""
     return ((X - combination["mean"]) / combination["sd"]) @ combination["weights"] + combination["intercept"]
 
 
-def fit_monotone(X, y):
-    """fit(), with no weight below zero: a pair is never judged less likely the same question for
-    being more alike by any feature. The fitted pairs are all alike (paraphrases and near misses),
-    so a free fit may weigh one of two correlated features negatively, and a pair far less alike
-    than any it saw (two unrelated questions in one semantic key) would then score high. A feature
-    whose weight comes out negative is dropped (the most negative first) and the rest refitted."""
+def fit_monotone(X, y, directions=None):
+    """fit(), with no weight against its feature's direction (directions: +1, the default, where
+    more means more alike; -1 where more means less alike): a pair is never judged less likely the
+    same question for being more alike by any feature. The fitted pairs are all alike (paraphrases
+    and near misses), so a free fit may weigh one of two correlated features against its direction,
+    and a pair far less alike than any it saw (two unrelated questions in one semantic key) would
+    then score high. A feature whose weight comes out against its direction is dropped (the
+    furthest first) and the rest refitted."""
+    directions = np.ones(X.shape[1]) if directions is None else np.asarray(directions, dtype=float)
     kept = list(range(X.shape[1]))
     while True:
         fitted = fit(X[:, kept], y)
-        worst = int(np.argmin(fitted["weights"]))
-        if fitted["weights"][worst] >= 0:
+        signed = np.array(fitted["weights"]) * directions[kept]
+        worst = int(np.argmin(signed))
+        if signed[worst] >= 0:
             break
         del kept[worst]
     full = {"mean": X.mean(0).tolist(), "sd": (X.std(0) + 1e-9).tolist(), "intercept": fitted["intercept"], "weights": [0.0] * X.shape[1]}
@@ -132,6 +162,7 @@ def fit_combination(judge_dir, pairs_file):
     pairs = [p for p in json.loads(Path(pairs_file).read_text())
              if p["set"] == "tuning" and calibration(p)]
     judge = PairJudge(judge_dir, MiniLm(THREADS).read_questions, THREADS)
+    fit_budget(judge, pairs, Path(judge_dir) / "budget.json")
     X = judge.features([(p["a"], p["b"]) for p in pairs])
     y = np.array([float(p["paraphrase"]) for p in pairs])
     combination = {"features": FEATURES, **fit_monotone(X, y)}
@@ -139,6 +170,29 @@ def fit_combination(judge_dir, pairs_file):
     (Path(judge_dir) / "combination.json").write_text(json.dumps(combination, indent=2) + "\n")
     print(f"the judge's combination fitted on {int(y.sum())} paraphrase pairs and {int(len(y) - y.sum())} near misses: "
           + ", ".join(f"{n} {w:+.2f}" for n, w in zip(FEATURES, combination["weights"])))
+
+
+def fit_budget(judge, pairs, out):
+    """The budget judge (README "A judge within a miss's budget", 29 November): a logistic judge
+    (ridge 1, standardised features) on BUDGET_FEATURES, the pair as listed (the cross-encoder on
+    that order alone), fitted on the calibration third, which the cross-encoder never trained on.
+    As served in the cache (2 December), no weight against its feature's direction (fit_monotone,
+    BUDGET_DIRECTIONS): the free fit of the ceiling bench scored two unrelated questions of the
+    tuning parts above 0.9 one time in 22 (their lengths differ, which it learnt to read as a
+    paraphrase's added words), and a cache compares whatever shares a context."""
+    texts = sorted({t for p in pairs for t in (p["a"], p["b"])})
+    at = {t: i for i, t in enumerate(texts)}
+    # Each text read alone, as the cache reads a question (the int8 encoder's scales depend on its batch).
+    readings = [judge.read_questions([t]) for t in texts]
+    vectors, pieces = [v[0] for v, _ in readings], [q[0] for _, q in readings]
+    cross = judge.cross_logits([(p["a"], p["b"]) for p in pairs], both_orders=False)
+    X = np.array([budget_features(vectors[at[p["a"]]], pieces[at[p["a"]]], vectors[at[p["b"]]], pieces[at[p["b"]]],
+                                  p["sameFixedTerms"], p["wordsApart"]) + [c] for p, c in zip(pairs, cross)], dtype=float)
+    y = np.array([float(p["paraphrase"]) for p in pairs])
+    budget = {"features": BUDGET_FEATURES, **fit_monotone(X, y, BUDGET_DIRECTIONS), "fittedOn": {"paraphrases": int(y.sum()), "nearMisses": int(len(y) - y.sum())}}
+    Path(out).write_text(json.dumps(budget, indent=2) + "\n")
+    print(f"the budget judge fitted on {int(y.sum())} paraphrase pairs and {int(len(y) - y.sum())} near misses: "
+          + ", ".join(f"{n} {w:+.2f}" for n, w in zip(BUDGET_FEATURES, budget["weights"])))
 
 
 if __name__ == "__main__":
