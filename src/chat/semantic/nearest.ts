@@ -42,8 +42,9 @@ export function budgetNearest(store: Store, embedder: Embedder, judge: Combinati
     for (const { entry, pieces } of await nearestByVector(prompt.reading, entries, store)) {
       if (entry.text === undefined) continue;
       const features = pairFeatures({ text: entry.text, vector: decodeVector(entry.vector), pieces }, { text: prompt.text, ...prompt.reading });
-      const rank = features && logitOf(judge, features);
-      if (features && rank !== undefined && (!best || rank > best.rank)) best = { entry, features, rank };
+      if (!features) continue;
+      const rank = logitOf(judge, features);
+      if (!best || rank > best.rank) best = { entry, features, rank };
     }
     if (!best) return undefined;
     const cross = await embedder.crossLogit!(best.entry.text!, prompt.text, prompt.caller);

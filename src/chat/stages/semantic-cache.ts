@@ -80,11 +80,12 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     const semantic = { ...found, key: createHash('sha256').update(`${scale}\n${found.key}${filtered ? `\n${fixedTerms(found.text)}` : ''}`).digest('hex') };
     const words = wordPrints(semantic.text);
     const candidates = (await store.semanticEntries(semantic.key)).filter((entry) => !(filtered && entry.words && wordsApart(entry.words, words)));
-    // A cache that cannot embed is a miss, never a failed request: the exact layer still ran.
-    const embed = () => embedder.embed(semantic.text, ctx.caller.keyId).catch((err: unknown) => {
+    // A cache that cannot embed or judge is a miss, never a failed request: the exact layer still ran.
+    const skipped = (err: unknown) => {
       ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
       return undefined;
-    });
+    };
+    const embed = () => embedder.embed(semantic.text, ctx.caller.keyId).catch(skipped);
     const addEntry = async (reading: Reading) => {
       if (!comparable(reading)) return;
       const entry: SemanticEntry = { id: randomUUID(), vector: encodeVector(reading.vector), answerKey: await cacheKeyOf(ctx, options.scope), words,
@@ -113,10 +114,7 @@ export function semanticCache(store: Store, embedder: Embedder, options: Semanti
     const fresh = () => ahead?.take() ?? next(ctx);
     const reading = await embed();
     if (!reading || !comparable(reading)) return fresh();
-    const nearest = await nearestOf({ text: semantic.text, reading, caller: ctx.caller.keyId }, candidates).catch((err: unknown) => {
-      ctx.log.warn(`semantic cache skipped: ${(err as Error).message}`);
-      return undefined;
-    });
+    const nearest = await nearestOf({ text: semantic.text, reading, caller: ctx.caller.keyId }, candidates).catch(skipped);
     const pool = `pool:${scale}:${options.scope === 'key' ? ctx.caller.keyId : 'global'}`;
     const own = nearest && `${semantic.key}:${nearest.entry.id}`;
 
