@@ -329,6 +329,23 @@ describe('the semantic cache with the budget judge (CACHE_JUDGE=budget)', () => 
     }
   });
 
+  it('never judges or answers one tenant\'s question against another\'s entries, with no filter before the judge', async () => {
+    const s = await start(0.4, () => 1, undefined, judged, script, judge);
+    try {
+      const { key } = await s.server.keys.create('other tenant');
+      const other = { Authorization: `Bearer ${key}` };
+      await s.json(ask('What is the capital of France?'));
+      await s.json(ask("Which city is France's capital?"));
+      assert.equal((await s.json(ask('Tell me the capital of France.'))).vcache, true, 'the owner gets no hit: the test proves nothing');
+      const readBefore = read.length;
+      const answer = await s.json(ask('Tell me the capital of France.'), other);
+      assert.equal(answer.vcache, false, 'another tenant was answered from the owner\'s entry');
+      assert.equal(read.length, readBefore, 'another tenant\'s question was read beside the owner\'s cached text');
+    } finally {
+      await s.server.close();
+    }
+  });
+
   it('keeps the last turn\'s text in an entry under the budget judge alone, and none for ZDR', async () => {
     const aligned = await start(0.4, () => 1, undefined, judged, script);
     const budget = await start(0.4, () => 1, undefined, judged, script, judge);
