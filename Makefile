@@ -289,6 +289,14 @@ guard-eval: setup .cache/fixtures/guard-images/.complete
 	$(NODE) bench/guard-long.bench.ts
 	$(NODE) bench/guard-images.bench.ts
 
+# A variant of the text guard's heads priced at the threshold part, as serving judges, without building
+# it (scripts/price-guard-variant.py: its options; no option replays the build, a check on the tool).
+# Reads no held-out text. make price-guard PRICE='bench/results/variants/NAME.json --run-on 31:23'
+.PHONY: price-guard
+price-guard: setup
+	.venv-guard/bin/python scripts/price-guard-variant.py $(PRICE) --sets $(GUARD_SETS) \
+		--spans-only $(GUARD_SPANS_HEADS_ONLY) --forms $(GUARD_FORMS)
+
 .cache/fixtures/guard-images/.complete: scripts/install-guard-images.sh
 	@rm -f $@
 	scripts/install-guard-images.sh

@@ -1,0 +1,205 @@
+"""Prices a variant of the text guard's heads at the threshold part, judged as serving judges, without
+building it. For each set of heads the setup's own fit runs (guard_worker.py train, on the sets the
+Makefile names), with the variant's extra rows, and stops once its thresholds are chosen; the heads
+that fit chose them with (fitted on the rest of the training sets) then judge every threshold-part
+text and evasion form the way a request is judged: a text of one window by the one-window heads, a
+longer one by its spans and their words (Encoder.by_words), both sets of heads agreeing.
+
+  make price-guard PRICE='OUT.json [options]'      (after make setup)
+  --run-on SIZE:REQUEST_TOKENS[:lookalike]   the heads also learn the fine-tuning's run-on windows
+                                             (tuning_data.py) of SIZE tokens, requests cut to
+                                             REQUEST_TOKENS; ":lookalike": their harmless talk drawn
+                                             from look-alikes alone, not plain texts too (repeatable)
+  --repeat K                                 those windows K times: a weight, each head's classes
+                                             still balanced
+  --serve-windows N                          serving also reads a piece longer than a window in
+                                             windows of N tokens sliding by N/2
+
+With no option it replays the build, and says whether it chose the heads files' thresholds: the
+check that what it prices is what the setup fits. Embeddings are kept by window, per encoder, in
+.cache/guard/price-embeddings-*.npz, so a second variant reads only its new windows. A run takes
+ten minutes or so per set of heads on two cores (two fits), the first one five more to embed.
+"""
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src/guard/text"))
+import guard_worker as gw  # noqa: E402
+import tuning_data  # noqa: E402
+from heads import scores_of  # noqa: E402
+
+GUARD = Path(".cache/guard")
+FITS = ("whole", "spans")  # guard_worker.READINGS: each reading's heads, and the file the build wrote them to
+BUILT = {"whole": GUARD / "heads.json", "spans": GUARD / "heads-spans.json"}
+
+
+class Stopped(Exception):
+    """Raised once the fit has chosen its thresholds: the final fit on every row is not needed."""
+
+
+class Embeddings:
+    """The encoder's embeddings, by window, kept between runs in `path`; new windows read shortest
+    first, so a batch pads little."""
+
+    def __init__(self, path, embed):
+        self.path, self.embed, self.known = path, embed, {}
+        if path.exists():
+            saved = np.load(path)
+            self.known = dict(zip(saved["keys"].tolist(), saved["vectors"]))
+
+    def __call__(self, windows):
+        keys = [hashlib.sha1(np.asarray(w, np.int32).tobytes()).hexdigest() for w in windows]
+        new = dict((k, w) for k, w in zip(keys, windows) if k not in self.known)
+        if new:
+            order = sorted(new, key=lambda k: len(new[k]))
+            self.known.update(zip(order, self.embed([new[k] for k in order])))
+            np.savez(self.path, keys=np.array(list(self.known)), vectors=np.stack(list(self.known.values())))
+        return np.stack([self.known[k] for k in keys]) if keys else np.zeros((0, 768), np.float32)
+
+
+def extra_run_on(variant):
+    """guard_worker's run_on_windows, with the variant's windows after the build's."""
+    built, request_tokens = gw.run_on_windows, tuning_data.REQUEST_TOKENS
+
+    def windows(rows, ids_of, size):
+        extra = []
+        for spec in variant.run_on:
+            window, request, *talk = spec.split(":")
+            source = [r for r in rows if r["codes"] or r["kind"] == "lookalike"] if talk == ["lookalike"] else rows
+            tuning_data.REQUEST_TOKENS = int(request)
+            try:
+                extra += tuning_data.run_on_windows(source, ids_of, int(window))
+            finally:
+                tuning_data.REQUEST_TOKENS = request_tokens
+        return built(rows, ids_of, size) + extra * variant.repeat
+    return windows
+
+
+def fit_out_of_fold(sets, heads_only, forms, variant):
+    """The thresholds the fit chooses, and the heads it chose them with (fitted outside the threshold part)."""
+    built = {name: getattr(gw, name) for name in ("run_on_windows", "choose_thresholds", "fit_heads")}
+    found = {}
+
+    def fit(x, rows):
+        found.setdefault("heads", built["fit_heads"](x, rows))  # the first fit: the one choose_thresholds judges with
+        return found["heads"]
+
+    def choose(*args):
+        found["chosen"] = built["choose_thresholds"](*args)
+        raise Stopped
+
+    gw.run_on_windows, gw.choose_thresholds, gw.fit_heads = extra_run_on(variant), choose, fit
+    try:
+        gw.train(str(GUARD / "price-scratch.json"), sets, heads_only, [forms])
+    except Stopped:
+        pass
+    finally:
+        for name, value in built.items():
+            setattr(gw, name, value)
+    return found
+
+
+def served_windows(encoder, text, serve_windows):
+    """The windows serving reads for `text`, and the reading that judges them (guard_worker.serve)."""
+    windows = encoder.windows(text)
+    reading = gw.reading_of(windows)
+    if reading == "spans":
+        if serve_windows:
+            windows = extra_windows(encoder, text, serve_windows)
+        windows = windows + encoder.by_words(windows)
+    return windows, reading
+
+
+def extra_windows(encoder, text, size):
+    """A longer text's windows as Encoder.windows reads them, but a piece longer than a window also in
+    windows of `size` sliding by half of it."""
+    built = gw.sliding
+    gw.sliding = lambda ids, full: built(ids, full) + (built(ids, size) if len(ids) > full else [])
+    try:
+        return encoder.windows(text)
+    finally:
+        gw.sliding = built
+
+
+def judge(texts, encoder, embed, fits, serve_windows):
+    """Per text, whether serving flags it for some code, each judge at its own thresholds."""
+    read = [served_windows(encoder, text, serve_windows) for text in texts]
+    embed([w for windows, _ in read for w in windows])  # all new windows in one pass, shortest first
+    flagged = []
+    for windows, reading in read:
+        x, agree = embed(windows), True
+        for name in gw.JUDGES[reading]:
+            scores, chosen = scores_of(x, fits[name]["heads"]).round(4), fits[name]["chosen"]
+            agree = agree & (scores[:, 1:] >= chosen["code"]) & (scores[:, :1] >= chosen["harmful"])
+        flagged.append(bool(np.any(agree)))
+    return flagged
+
+
+def threshold_part(sets, spans_only, forms):
+    """The texts priced, by group: the threshold part of the training sets, and the evasion forms."""
+    read = lambda paths: [json.loads(line) for p in paths for line in open(p, encoding="utf-8") if line.strip()]  # noqa: E731
+    tuned, extra = read(sets), read(spans_only)
+    held = lambda rows: [r for r in rows if tuning_data.in_threshold_part(r["text"])]  # noqa: E731
+    groups = {
+        "harmful requests": [r for r in held(tuned) if r["codes"]],
+        "harmful, extra sets (code-tool requests)": [r for r in held(extra) if r["codes"]],
+        "look-alikes": [r for r in held(tuned) if r["kind"] == "lookalike"],
+        "plain harmless": [r for r in held(tuned) if r["kind"] == "benign"],
+        "long writing requests": [r for r in held(tuned) if r["kind"] == "long"],
+        "technical texts": [r for r in held(extra) if r["kind"] == "technical"],
+    }
+    for row in read([forms]):
+        groups.setdefault(row["form"] + (" control" if row["kind"] == "form-control" else ""), []).append(row)
+    return {name: [r["text"] for r in rows] for name, rows in groups.items()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out")
+    parser.add_argument("--sets", nargs="+", required=True)
+    parser.add_argument("--spans-only", nargs="*", default=[])
+    parser.add_argument("--forms", required=True)
+    parser.add_argument("--run-on", action="append", default=[])
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--serve-windows", type=int, default=0)
+    variant = parser.parse_args()
+    encoder_file = GUARD / "mpnet/encoder.onnx"
+    key = hashlib.sha256(encoder_file.read_bytes()).hexdigest()[:16]
+    built_embed = gw.MpNet.embed
+    store = {}  # one Embeddings per encoder instance's embed, all sharing the file
+
+    def embed(model, windows):
+        store.setdefault("e", Embeddings(GUARD / f"price-embeddings-{key}.npz", lambda ws: built_embed(model, ws)))
+        return store["e"](windows)
+
+    gw.MpNet.embed = embed
+    fits = {"whole": fit_out_of_fold(variant.sets, [], variant.forms, variant),
+            "spans": fit_out_of_fold(variant.sets, variant.spans_only, variant.forms, variant)}
+    encoder = gw.Encoder(str(GUARD / "price-scratch.json"))
+    groups = threshold_part(variant.sets, variant.spans_only, variant.forms)
+    served = {}
+    for name, texts in groups.items():
+        flagged = judge(texts, encoder, lambda ws: encoder.model.embed(ws), fits, variant.serve_windows)
+        served[name] = [sum(flagged), len(flagged)]
+    report = {"variant": {k: v for k, v in vars(variant).items() if k != "out"},
+              "chosen": {name: fit["chosen"] for name, fit in fits.items()}, "served": served}
+    if not (variant.run_on or variant.serve_windows):
+        built = {name: json.loads(BUILT[name].read_text()) for name in FITS}
+        report["replays_the_build"] = all(built[n]["thresholds"] == {k: fits[n]["chosen"][k] for k in ("harmful", "code")}
+                                          and built[n]["out_of_fold"] == fits[n]["chosen"]["out_of_fold"] for n in FITS)
+    Path(variant.out).write_text(json.dumps(report, indent=1) + "\n")
+    for name in FITS:
+        print(name, "heads: chosen", {k: report["chosen"][name][k] for k in ("harmful", "code")})
+    for name, (flagged, total) in served.items():
+        print(f"{name}: {flagged} of {total} flagged")
+    if "replays_the_build" in report:
+        print("replays the build:", report["replays_the_build"])
+
+
+if __name__ == "__main__":
+    main()
