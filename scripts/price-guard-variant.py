@@ -106,13 +106,10 @@ def fit_out_of_fold(sets, heads_only, forms, variant):
 
 def served_windows(encoder, text, serve_windows):
     """The windows serving reads for `text`, and the reading that judges them (guard_worker.serve)."""
-    windows = encoder.windows(text)
+    # A text of one window reads the same either way: the extra windows are only a longer piece's.
+    windows = extra_windows(encoder, text, serve_windows) if serve_windows else encoder.windows(text)
     reading = gw.reading_of(windows)
-    if reading == "spans":
-        if serve_windows:
-            windows = extra_windows(encoder, text, serve_windows)
-        windows = windows + encoder.by_words(windows)
-    return windows, reading
+    return (windows + encoder.by_words(windows) if reading == "spans" else windows), reading
 
 
 def extra_windows(encoder, text, size):
@@ -171,7 +168,7 @@ def main():
     encoder_file = GUARD / "mpnet/encoder.onnx"
     key = hashlib.sha256(encoder_file.read_bytes()).hexdigest()[:16]
     built_embed = gw.MpNet.embed
-    store = {}  # one Embeddings per encoder instance's embed, all sharing the file
+    store = {}  # one Embeddings for every encoder the fits and the judging load (the same weights)
 
     def embed(model, windows):
         store.setdefault("e", Embeddings(GUARD / f"price-embeddings-{key}.npz", lambda ws: built_embed(model, ws)))
@@ -184,7 +181,7 @@ def main():
     groups = threshold_part(variant.sets, variant.spans_only, variant.forms)
     served = {}
     for name, texts in groups.items():
-        flagged = judge(texts, encoder, lambda ws: encoder.model.embed(ws), fits, variant.serve_windows)
+        flagged = judge(texts, encoder, encoder.model.embed, fits, variant.serve_windows)
         served[name] = [sum(flagged), len(flagged)]
     report = {"variant": {k: v for k, v in vars(variant).items() if k != "out"},
               "chosen": {name: fit["chosen"] for name, fit in fits.items()}, "served": served}
