@@ -14,11 +14,18 @@ longer one by its spans and their words (Encoder.by_words), both sets of heads a
                                              still balanced
   --serve-windows N                          serving also reads a piece longer than a window in
                                              windows of N tokens sliding by N/2
+  --serve-clauses                            serving also reads a piece longer than a window by its
+                                             clauses (clauses_of)
+  --scores FILE                              also writes every priced text's spans' scores, by group
+                                             (per span, per judge: [harmful, S1, ..., S14]), so rules
+                                             on them can be priced without fitting again
 
 With no option it replays the build, and says whether it chose the heads files' thresholds: the
 check that what it prices is what the setup fits. Embeddings are kept by window, per encoder, in
-.cache/guard/price-embeddings-*.npz, so a second variant reads only its new windows. A run takes
-ten minutes or so per set of heads on two cores (two fits), the first one five more to embed.
+.cache/guard/price-embeddings-*.npz, so a second variant reads only its new windows; the fits are
+kept in .cache/guard/price-fits-*.json, by all they depend on, so a variant of serving alone
+refits nothing. A run takes ten minutes or so per set of heads on two cores (two fits), the first
+one five more to embed; a variant of serving alone, a minute or two.
 """
 import argparse
 import hashlib
@@ -31,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src/guard/text"))
 import guard_worker as gw  # noqa: E402
 import tuning_data  # noqa: E402
-from heads import scores_of  # noqa: E402
+from heads import from_json, scores_of, to_json  # noqa: E402
 
 GUARD = Path(".cache/guard")
 FITS = ("whole", "spans")  # guard_worker.READINGS: each reading's heads, and the file the build wrote them to
@@ -104,37 +111,82 @@ def fit_out_of_fold(sets, heads_only, forms, variant):
     return found
 
 
-def served_windows(encoder, text, serve_windows):
+def kept_fits(variant, encoder_key):
+    """Both fits (fit_out_of_fold), from .cache/guard when one was made on the same encoder, sets,
+    extra rows and fitting code; else fitted and kept."""
+    text = Path(__file__).resolve().parent.parent / "src/guard/text"
+    inputs = [*variant.sets, "--", *variant.spans_only, "--", variant.forms, *(text / f for f in ("guard_worker.py", "heads.py", "tuning_data.py"))]
+    digest = hashlib.sha256(json.dumps([encoder_key, variant.run_on, variant.repeat]).encode())
+    for item in inputs:
+        digest.update(Path(item).read_bytes() if item != "--" else b"--")
+    path = GUARD / f"price-fits-{digest.hexdigest()[:16]}.json"
+    if path.exists():
+        saved = json.loads(path.read_text())
+        return {name: {"chosen": fit["chosen"], "heads": from_json(fit["heads"])} for name, fit in saved.items()}
+    fits = {"whole": fit_out_of_fold(variant.sets, [], variant.forms, variant),
+            "spans": fit_out_of_fold(variant.sets, variant.spans_only, variant.forms, variant)}
+    path.write_text(json.dumps({name: {"chosen": fit["chosen"], "heads": to_json(fit["heads"])} for name, fit in fits.items()}))
+    return fits
+
+
+def served_windows(encoder, text, variant):
     """The windows serving reads for `text`, and the reading that judges them (guard_worker.serve)."""
     # A text of one window reads the same either way: the extra windows are only a longer piece's.
-    windows = extra_windows(encoder, text, serve_windows) if serve_windows else encoder.windows(text)
+    windows = extra_windows(encoder, text, variant) if variant.serve_windows or variant.serve_clauses else encoder.windows(text)
     reading = gw.reading_of(windows)
     return (windows + encoder.by_words(windows) if reading == "spans" else windows), reading
 
 
-def extra_windows(encoder, text, size):
+def extra_windows(encoder, text, variant):
     """A longer text's windows as Encoder.windows reads them, but a piece longer than a window also in
-    windows of `size` sliding by half of it."""
+    windows of --serve-windows tokens sliding by half of it, and by its clauses (--serve-clauses)."""
     built = gw.sliding
-    gw.sliding = lambda ids, full: built(ids, full) + (built(ids, size) if len(ids) > full else [])
+
+    def pieces(ids, full):
+        if len(ids) <= full:
+            return built(ids, full)
+        extra = built(ids, variant.serve_windows) if variant.serve_windows else []
+        extra += [w for clause in clauses_of(encoder.model, ids) for w in built(clause, full)] if variant.serve_clauses else []
+        return built(ids, full) + extra
+    gw.sliding = pieces
     try:
         return encoder.windows(text)
     finally:
         gw.sliding = built
 
 
-def judge(texts, encoder, embed, fits, serve_windows):
-    """Per text, whether serving flags it for some code, each judge at its own thresholds."""
-    read = [served_windows(encoder, text, serve_windows) for text in texts]
-    embed([w for windows, _ in read for w in windows])  # all new windows in one pass, shortest first
-    flagged = []
+CLAUSE_WORDS = ("and", "so", "but", "or", "then")  # a clause starts at one of these, or after a comma
+
+
+def clauses_of(model, ids):
+    """A run-on's clauses: cut after each comma and before each joining word, a clause shorter than
+    gw.SHORT tokens read with the one after it (as a run of short sentences is read as one)."""
+    joining = {model.tokenizer.token_to_id(w) for w in CLAUSE_WORDS}
+    comma = model.tokenizer.token_to_id(",")
+    cuts = [i for i in range(1, len(ids)) if ids[i] in joining or ids[i - 1] == comma]
+    clauses, start = [], 0
+    for cut in cuts + [len(ids)]:
+        if cut - start >= gw.SHORT or cut == len(ids):
+            clauses.append(ids[start:cut])
+            start = cut
+    return [c for c in clauses if c]
+
+
+def judge(texts, encoder, fits, variant):
+    """Per text, whether serving flags it for some code, each judge at its own thresholds; and its
+    spans' scores (per span, per judge)."""
+    read = [served_windows(encoder, text, variant) for text in texts]
+    encoder.model.embed([w for windows, _ in read for w in windows])  # all new windows in one pass, shortest first
+    flagged, scored = [], []
     for windows, reading in read:
-        x, agree = embed(windows), True
+        x, agree, per_judge = encoder.model.embed(windows), True, []
         for name in gw.JUDGES[reading]:
             scores, chosen = scores_of(x, fits[name]["heads"]).round(4), fits[name]["chosen"]
             agree = agree & (scores[:, 1:] >= chosen["code"]) & (scores[:, :1] >= chosen["harmful"])
+            per_judge.append(scores)
         flagged.append(bool(np.any(agree)))
-    return flagged
+        scored.append({"judges": list(gw.JUDGES[reading]), "spans": np.stack(per_judge, 1).tolist()})
+    return flagged, scored
 
 
 def threshold_part(sets, spans_only, forms):
@@ -164,6 +216,8 @@ def main():
     parser.add_argument("--run-on", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--serve-windows", type=int, default=0)
+    parser.add_argument("--serve-clauses", action="store_true")
+    parser.add_argument("--scores")
     variant = parser.parse_args()
     encoder_file = GUARD / "mpnet/encoder.onnx"
     key = hashlib.sha256(encoder_file.read_bytes()).hexdigest()[:16]
@@ -175,17 +229,18 @@ def main():
         return store["e"](windows)
 
     gw.MpNet.embed = embed
-    fits = {"whole": fit_out_of_fold(variant.sets, [], variant.forms, variant),
-            "spans": fit_out_of_fold(variant.sets, variant.spans_only, variant.forms, variant)}
+    fits = kept_fits(variant, key)
     encoder = gw.Encoder(str(GUARD / "price-scratch.json"))
     groups = threshold_part(variant.sets, variant.spans_only, variant.forms)
-    served = {}
+    served, scores = {}, {}
     for name, texts in groups.items():
-        flagged = judge(texts, encoder, encoder.model.embed, fits, variant.serve_windows)
+        flagged, scores[name] = judge(texts, encoder, fits, variant)
         served[name] = [sum(flagged), len(flagged)]
-    report = {"variant": {k: v for k, v in vars(variant).items() if k != "out"},
+    if variant.scores:
+        Path(variant.scores).write_text(json.dumps({"chosen": {name: fit["chosen"] for name, fit in fits.items()}, "groups": scores}))
+    report = {"variant": {k: v for k, v in vars(variant).items() if k not in ("out", "scores")},
               "chosen": {name: fit["chosen"] for name, fit in fits.items()}, "served": served}
-    if not (variant.run_on or variant.serve_windows):
+    if not (variant.run_on or variant.serve_windows or variant.serve_clauses):
         built = {name: json.loads(BUILT[name].read_text()) for name in FITS}
         report["replays_the_build"] = all(built[n]["thresholds"] == {k: fits[n]["chosen"][k] for k in ("harmful", "code")}
                                           and built[n]["out_of_fold"] == fits[n]["chosen"]["out_of_fold"] for n in FITS)
