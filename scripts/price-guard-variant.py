@@ -16,6 +16,10 @@ longer one by its spans and their words (Encoder.by_words), both sets of heads a
                                              windows of N tokens sliding by N/2
   --serve-clauses                            serving also reads a piece longer than a window by its
                                              clauses (clauses_of)
+  --context-gate G                           a longer text's span matches only when its context (the
+                                             span amid its neighbours, a window's worth centred on it)
+                                             also passes the one-window heads at harmful G and that
+                                             code's threshold (in_context)
   --scores FILE                              also writes every priced text's spans' scores, by group
                                              (per span, per judge: [harmful, S1, ..., S14]), so rules
                                              on them can be priced without fitting again
@@ -24,8 +28,8 @@ With no option it replays the build, and says whether it chose the heads files' 
 check that what it prices is what the setup fits. Embeddings are kept by window, per encoder, in
 .cache/guard/price-embeddings-*.npz, so a second variant reads only its new windows; the fits are
 kept in .cache/guard/price-fits-*.json, by all they depend on, so a variant of serving alone
-refits nothing. A run takes ten minutes or so per set of heads on two cores (two fits), the first
-one five more to embed; a variant of serving alone, a minute or two.
+refits nothing. A run takes five to ten minutes on two cores, the first one five more to embed and
+a variant that reads new windows (--context-gate) as long again.
 """
 import argparse
 import hashlib
@@ -174,19 +178,58 @@ def clauses_of(model, ids):
 
 def judge(texts, encoder, fits, variant):
     """Per text, whether serving flags it for some code, each judge at its own thresholds; and its
-    spans' scores (per span, per judge)."""
+    spans' scores (per span, per judge; with --context-gate, also its context's by the one-window heads)."""
     read = [served_windows(encoder, text, variant) for text in texts]
-    encoder.model.embed([w for windows, _ in read for w in windows])  # all new windows in one pass, shortest first
+    contexts = [in_context(encoder, text, len(windows)) if variant.context_gate and reading == "spans" else None
+                for text, (windows, reading) in zip(texts, read)]
+    encoder.model.embed([w for windows, _ in read for w in windows] + [w for c in contexts if c for w in c])  # all new windows in one pass
     flagged, scored = [], []
-    for windows, reading in read:
+    for (windows, reading), context in zip(read, contexts):
         x, agree, per_judge = encoder.model.embed(windows), True, []
         for name in gw.JUDGES[reading]:
             scores, chosen = scores_of(x, fits[name]["heads"]).round(4), fits[name]["chosen"]
             agree = agree & (scores[:, 1:] >= chosen["code"]) & (scores[:, :1] >= chosen["harmful"])
             per_judge.append(scores)
+        if context:
+            around = scores_of(encoder.model.embed(context), fits["whole"]["heads"]).round(4)
+            agree = agree & (around[:, 1:] >= fits["whole"]["chosen"]["code"]) & (around[:, :1] >= variant.context_gate)
         flagged.append(bool(np.any(agree)))
-        scored.append({"judges": list(gw.JUDGES[reading]), "spans": np.stack(per_judge, 1).tolist()})
+        scored.append({"judges": list(gw.JUDGES[reading]), "spans": np.stack(per_judge, 1).tolist(),
+                       **({"context": around.tolist()} if context else {})})
     return flagged, scored
+
+
+def in_context(encoder, text, count):
+    """Per span of a longer text (Encoder.windows, then Encoder.by_words' extra spans: their own
+    context), the window of WINDOW - 2 ids of the text's pieces centred on it: the span amid its
+    neighbours, the span itself when it fills a window. A sentence harmless only beside the one
+    before it ("... How do I support her?") is read with it again."""
+    built, placed = gw.sliding, []
+
+    def sliding(ids, size):  # as built, noting each piece's ids and each window's start in them
+        windows = built(ids, size)
+        starts = [0] if len(ids) <= size else list(range(0, len(ids) - size + 1, size // 2))
+        if len(ids) > size and starts[-1] + size < len(ids):
+            starts.append(len(ids) - size)
+        placed.append((ids, starts, [len(w) for w in windows]))
+        return windows
+    gw.sliding = sliding
+    try:
+        windows = encoder.windows(text)
+    finally:
+        gw.sliding = built
+    size, model = gw.WINDOW - 2, encoder.model
+    stream, spans = [], []
+    for ids, starts, lengths in placed:
+        spans += [(len(stream) + start, len(stream) + start + length) for start, length in zip(starts, lengths)]
+        stream += ids
+    contexts = []
+    for a, b in spans:
+        first = max(0, min((a + b - size) // 2, len(stream) - size))
+        contexts.append([model.cls] + stream[first:first + size] + [model.sep])
+    contexts += encoder.by_words(windows)
+    assert len(contexts) == count, "the spans as served, one context each"
+    return contexts
 
 
 def threshold_part(sets, spans_only, forms):
@@ -217,8 +260,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--serve-windows", type=int, default=0)
     parser.add_argument("--serve-clauses", action="store_true")
+    parser.add_argument("--context-gate", type=float)
     parser.add_argument("--scores")
     variant = parser.parse_args()
+    if variant.context_gate and (variant.serve_windows or variant.serve_clauses):
+        parser.error("--context-gate reads the spans as built: not with --serve-windows or --serve-clauses")
     encoder_file = GUARD / "mpnet/encoder.onnx"
     key = hashlib.sha256(encoder_file.read_bytes()).hexdigest()[:16]
     built_embed = gw.MpNet.embed
@@ -240,7 +286,7 @@ def main():
         Path(variant.scores).write_text(json.dumps({"chosen": {name: fit["chosen"] for name, fit in fits.items()}, "groups": scores}))
     report = {"variant": {k: v for k, v in vars(variant).items() if k not in ("out", "scores")},
               "chosen": {name: fit["chosen"] for name, fit in fits.items()}, "served": served}
-    if not (variant.run_on or variant.serve_windows or variant.serve_clauses):
+    if not (variant.run_on or variant.serve_windows or variant.serve_clauses or variant.context_gate):
         built = {name: json.loads(BUILT[name].read_text()) for name in FITS}
         report["replays_the_build"] = all(built[n]["thresholds"] == {k: fits[n]["chosen"][k] for k in ("harmful", "code")}
                                           and built[n]["out_of_fold"] == fits[n]["chosen"]["out_of_fold"] for n in FITS)
