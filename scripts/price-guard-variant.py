@@ -12,6 +12,8 @@ longer one by its spans and their words (Encoder.by_words), both sets of heads a
                                              from look-alikes alone, not plain texts too (repeatable)
   --repeat K                                 those windows K times: a weight, each head's classes
                                              still balanced
+  --lookalike-fragments K                    the heads fit each sentence of a look-alike K times (its
+                                             copies judged as no kind, so no rate counts them twice)
   --serve-windows N                          serving also reads a piece longer than a window in
                                              windows of N tokens sliding by N/2
   --serve-clauses                            serving also reads a piece longer than a window by its
@@ -91,9 +93,20 @@ def extra_run_on(variant):
     return windows
 
 
+def weighted_fragments(variant):
+    """guard_worker's fragments, each of a look-alike's also K - 1 times more as a row of no safe kind."""
+    built = gw.fragments
+
+    def fragments(row):
+        rows = built(row)
+        copies = [{**r, "kind": "window"} for r in rows] if row["kind"] == "lookalike" else []
+        return rows + copies * (variant.lookalike_fragments - 1)
+    return fragments
+
+
 def fit_out_of_fold(sets, heads_only, forms, variant):
     """The thresholds the fit chooses, and the heads it chose them with (fitted outside the threshold part)."""
-    built = {name: getattr(gw, name) for name in ("run_on_windows", "choose_thresholds", "fit_heads")}
+    built = {name: getattr(gw, name) for name in ("run_on_windows", "choose_thresholds", "fit_heads", "fragments")}
     found = {}
 
     def fit(x, rows):
@@ -104,7 +117,7 @@ def fit_out_of_fold(sets, heads_only, forms, variant):
         found["chosen"] = built["choose_thresholds"](*args)
         raise Stopped
 
-    gw.run_on_windows, gw.choose_thresholds, gw.fit_heads = extra_run_on(variant), choose, fit
+    gw.run_on_windows, gw.choose_thresholds, gw.fit_heads, gw.fragments = extra_run_on(variant), choose, fit, weighted_fragments(variant)
     try:
         gw.train(str(GUARD / "price-scratch.json"), sets, heads_only, [forms])
     except Stopped:
@@ -120,7 +133,7 @@ def kept_fits(variant, encoder_key):
     extra rows and fitting code; else fitted and kept."""
     text = Path(__file__).resolve().parent.parent / "src/guard/text"
     inputs = [*variant.sets, "--", *variant.spans_only, "--", variant.forms, *(text / f for f in ("guard_worker.py", "heads.py", "tuning_data.py"))]
-    digest = hashlib.sha256(json.dumps([encoder_key, variant.run_on, variant.repeat]).encode())
+    digest = hashlib.sha256(json.dumps([encoder_key, variant.run_on, variant.repeat, variant.lookalike_fragments]).encode())
     for item in inputs:
         digest.update(Path(item).read_bytes() if item != "--" else b"--")
     path = GUARD / f"price-fits-{digest.hexdigest()[:16]}.json"
@@ -258,6 +271,7 @@ def main():
     parser.add_argument("--forms", required=True)
     parser.add_argument("--run-on", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--lookalike-fragments", type=int, default=1)
     parser.add_argument("--serve-windows", type=int, default=0)
     parser.add_argument("--serve-clauses", action="store_true")
     parser.add_argument("--context-gate", type=float)
@@ -286,7 +300,7 @@ def main():
         Path(variant.scores).write_text(json.dumps({"chosen": {name: fit["chosen"] for name, fit in fits.items()}, "groups": scores}))
     report = {"variant": {k: v for k, v in vars(variant).items() if k not in ("out", "scores")},
               "chosen": {name: fit["chosen"] for name, fit in fits.items()}, "served": served}
-    if not (variant.run_on or variant.serve_windows or variant.serve_clauses or variant.context_gate):
+    if not (variant.run_on or variant.lookalike_fragments > 1 or variant.serve_windows or variant.serve_clauses or variant.context_gate):
         built = {name: json.loads(BUILT[name].read_text()) for name in FITS}
         report["replays_the_build"] = all(built[n]["thresholds"] == {k: fits[n]["chosen"][k] for k in ("harmful", "code")}
                                           and built[n]["out_of_fold"] == fits[n]["chosen"]["out_of_fold"] for n in FITS)
