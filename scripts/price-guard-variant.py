@@ -47,6 +47,7 @@ import tuning_data  # noqa: E402
 from heads import from_json, scores_of, to_json  # noqa: E402
 
 GUARD = Path(".cache/guard")
+VARIANT_OPTIONS = ("run_on", "repeat", "lookalike_fragments", "serve_windows", "serve_clauses", "context_gate")  # none given: the build
 FITS = ("whole", "spans")  # guard_worker.READINGS: each reading's heads, and the file the build wrote them to
 BUILT = {"whole": GUARD / "heads.json", "spans": GUARD / "heads-spans.json"}
 
@@ -219,11 +220,10 @@ def in_context(encoder, text, count):
     before it ("... How do I support her?") is read with it again."""
     built, placed = gw.sliding, []
 
-    def sliding(ids, size):  # as built, noting each piece's ids and each window's start in them
-        windows = built(ids, size)
-        starts = [0] if len(ids) <= size else list(range(0, len(ids) - size + 1, size // 2))
-        if len(ids) > size and starts[-1] + size < len(ids):
-            starts.append(len(ids) - size)
+    def sliding(ids, size):  # as built, noting each piece's ids and where each of its windows starts
+        windows, starts = built(ids, size), [0]
+        for window in windows[1:]:
+            starts.append(next(i for i in range(starts[-1] + 1, len(ids)) if ids[i:i + len(window)] == window))
         placed.append((ids, starts, [len(w) for w in windows]))
         return windows
     gw.sliding = sliding
@@ -300,7 +300,7 @@ def main():
         Path(variant.scores).write_text(json.dumps({"chosen": {name: fit["chosen"] for name, fit in fits.items()}, "groups": scores}))
     report = {"variant": {k: v for k, v in vars(variant).items() if k not in ("out", "scores")},
               "chosen": {name: fit["chosen"] for name, fit in fits.items()}, "served": served}
-    if not (variant.run_on or variant.lookalike_fragments > 1 or variant.serve_windows or variant.serve_clauses or variant.context_gate):
+    if all(vars(variant)[option] == parser.get_default(option) for option in VARIANT_OPTIONS):
         built = {name: json.loads(BUILT[name].read_text()) for name in FITS}
         report["replays_the_build"] = all(built[n]["thresholds"] == {k: fits[n]["chosen"][k] for k in ("harmful", "code")}
                                           and built[n]["out_of_fold"] == fits[n]["chosen"]["out_of_fold"] for n in FITS)
