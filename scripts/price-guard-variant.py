@@ -30,8 +30,8 @@ With no option it replays the build, and says whether it chose the heads files' 
 check that what it prices is what the setup fits. Embeddings are kept by window, per encoder, in
 .cache/guard/price-embeddings-*.npz, so a second variant reads only its new windows; the fits are
 kept in .cache/guard/price-fits-*.json, by all they depend on, so a variant of serving alone
-refits nothing. A run takes five to ten minutes on two cores, the first one five more to embed and
-a variant that reads new windows (--context-gate) as long again.
+refits nothing. A variant of serving alone takes seconds once its windows are kept, one that fits
+about a minute, and the first run some minutes more to embed its windows.
 """
 import argparse
 import hashlib
@@ -285,7 +285,8 @@ def main():
     store = {}  # one Embeddings for every encoder the fits and the judging load (the same weights)
 
     def embed(model, windows):
-        store.setdefault("e", Embeddings(GUARD / f"price-embeddings-{key}.npz", lambda ws: built_embed(model, ws)))
+        if "e" not in store:  # loaded once: setdefault would read the whole store again at every call
+            store["e"] = Embeddings(GUARD / f"price-embeddings-{key}.npz", lambda ws: built_embed(model, ws))
         return store["e"](windows)
 
     gw.MpNet.embed = embed
