@@ -14,6 +14,10 @@ longer one by its spans and their words (Encoder.by_words), both sets of heads a
                                              still balanced
   --lookalike-fragments K                    the heads fit each sentence of a look-alike K times (its
                                              copies judged as no kind, so no rate counts them twice)
+  --pooling mean+max                         a span's embedding is its token vectors' mean and their
+                                             maximum, each L2-normalised, side by side (1,536 numbers):
+                                             a request amid talk may show in the maximum when the mean
+                                             averages it away; heads fitted and served on it
   --serve-windows N                          serving also reads a piece longer than a window in
                                              windows of N tokens sliding by N/2
   --serve-clauses                            serving also reads a piece longer than a window by its
@@ -44,10 +48,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src/guard/text"))
 import guard_worker as gw  # noqa: E402
 import tuning_data  # noqa: E402
+import mpnet  # noqa: E402
+from batching import mean_pooled  # noqa: E402
 from heads import from_json, scores_of, to_json  # noqa: E402
 
 GUARD = Path(".cache/guard")
-VARIANT_OPTIONS = ("run_on", "repeat", "lookalike_fragments", "serve_windows", "serve_clauses", "context_gate")  # none given: the build
+VARIANT_OPTIONS = ("run_on", "repeat", "lookalike_fragments", "pooling", "serve_windows", "serve_clauses", "context_gate")  # none given: the build
 FITS = ("whole", "spans")  # guard_worker.READINGS: each reading's heads, and the file the build wrote them to
 BUILT = {"whole": GUARD / "heads.json", "spans": GUARD / "heads-spans.json"}
 
@@ -92,6 +98,12 @@ def extra_run_on(variant):
                 tuning_data.REQUEST_TOKENS = request_tokens
         return built(rows, ids_of, size) + extra * variant.repeat
     return windows
+
+
+def mean_and_max_pooled(hidden, mask):
+    """batching.mean_pooled beside the maximum of each window's token vectors over its mask, L2-normalised."""
+    peak = np.where(mask[:, :, None] > 0, hidden, -np.inf).max(1)
+    return np.concatenate([mean_pooled(hidden, mask), peak / np.linalg.norm(peak, axis=1, keepdims=True)], 1)
 
 
 def weighted_fragments(variant):
@@ -272,6 +284,7 @@ def main():
     parser.add_argument("--run-on", action="append", default=[])
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--lookalike-fragments", type=int, default=1)
+    parser.add_argument("--pooling", choices=("mean", "mean+max"), default="mean")
     parser.add_argument("--serve-windows", type=int, default=0)
     parser.add_argument("--serve-clauses", action="store_true")
     parser.add_argument("--context-gate", type=float)
@@ -280,7 +293,9 @@ def main():
     if variant.context_gate and (variant.serve_windows or variant.serve_clauses):
         parser.error("--context-gate reads the spans as built: not with --serve-windows or --serve-clauses")
     encoder_file = GUARD / "mpnet/encoder.onnx"
-    key = hashlib.sha256(encoder_file.read_bytes()).hexdigest()[:16]
+    key = hashlib.sha256(encoder_file.read_bytes()).hexdigest()[:16] + ("" if variant.pooling == "mean" else "-mean-max")
+    if variant.pooling == "mean+max":
+        mpnet.mean_pooled = mean_and_max_pooled
     built_embed = gw.MpNet.embed
     store = {}  # one Embeddings for every encoder the fits and the judging load (the same weights)
 
