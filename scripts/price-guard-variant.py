@@ -53,7 +53,8 @@ from batching import mean_pooled  # noqa: E402
 from heads import from_json, scores_of, to_json  # noqa: E402
 
 GUARD = Path(".cache/guard")
-VARIANT_OPTIONS = ("run_on", "repeat", "lookalike_fragments", "pooling", "serve_windows", "serve_clauses", "context_gate")  # none given: the build
+FIT_OPTIONS = ("run_on", "repeat", "lookalike_fragments", "pooling")  # what the heads are fitted on: the kept fits' key
+VARIANT_OPTIONS = FIT_OPTIONS + ("serve_windows", "serve_clauses", "context_gate")  # none given: the build
 FITS = ("whole", "spans")  # guard_worker.READINGS: each reading's heads, and the file the build wrote them to
 BUILT = {"whole": GUARD / "heads.json", "spans": GUARD / "heads-spans.json"}
 
@@ -146,7 +147,7 @@ def kept_fits(variant, encoder_key):
     extra rows and fitting code; else fitted and kept."""
     text = Path(__file__).resolve().parent.parent / "src/guard/text"
     inputs = [*variant.sets, "--", *variant.spans_only, "--", variant.forms, *(text / f for f in ("guard_worker.py", "heads.py", "tuning_data.py"))]
-    digest = hashlib.sha256(json.dumps([encoder_key, variant.run_on, variant.repeat, variant.lookalike_fragments]).encode())
+    digest = hashlib.sha256(json.dumps([encoder_key, *(vars(variant)[option] for option in FIT_OPTIONS)]).encode())
     for item in inputs:
         digest.update(Path(item).read_bytes() if item != "--" else b"--")
     path = GUARD / f"price-fits-{digest.hexdigest()[:16]}.json"
