@@ -141,9 +141,17 @@ export const ENV = z.object({
   GUARD_SPANS_HEADS: text().optional(),
   /** Windows of text whose guard scores are kept per API key, so a conversation's earlier turns are not read again. */
   GUARD_SPAN_CACHE: integer(0, 10_000_000).default(20_000),
+  /** A Llama Guard 3 on an OpenAI-compatible server as a text reader of the guard: `either` reader's match blocks,
+   * or (`alone`) the only text reader. Each text, or each piece of GUARD_UPSTREAM_CHUNK_CHARS, is one call. */
+  GUARD_UPSTREAM_BASE_URL: httpUrl().optional(), GUARD_UPSTREAM_API_KEY: text().optional(),
+  GUARD_UPSTREAM_MODEL: text().default('llama-guard3'), GUARD_UPSTREAM_MODE: oneOf(['either', 'alone']).default('either'),
+  GUARD_UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000).default(30_000), GUARD_UPSTREAM_CHUNK_CHARS: integer(200, 10_000_000).default(4000),
+  GUARD_UPSTREAM_CONCURRENCY: integer(1, 1024).default(4),
   SEARXNG_URL: httpUrl().optional(), BRAVE_SEARCH_API_KEY: text().optional(), SEARCH_TIMEOUT_MS: integer(1, 600_000).default(10_000),
 }).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
   path: ['ENGINE'], message: 'ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)',
+}).refine((env) => env.GUARD_UPSTREAM_MODE !== 'alone' || env.GUARD_UPSTREAM_BASE_URL !== undefined, {
+  path: ['GUARD_UPSTREAM_MODE'], message: 'GUARD_UPSTREAM_MODE=alone needs GUARD_UPSTREAM_BASE_URL (a server of a Llama Guard 3 model, e.g. http://host:11434/v1)',
 });
 
 /** The settings grouped as the service uses them; only names move here, every value and default comes from ENV. */
@@ -236,6 +244,11 @@ const CONFIG = ENV.transform((env) => ({
   guard: {
     python: env.GUARD_PYTHON, headsPath: env.GUARD_HEADS, spansHeadsPath: env.GUARD_SPANS_HEADS ?? join(dirname(env.GUARD_HEADS), 'heads-spans.json'),
     spanCache: env.GUARD_SPAN_CACHE,
+    upstream: env.GUARD_UPSTREAM_BASE_URL === undefined ? undefined : {
+      baseUrl: env.GUARD_UPSTREAM_BASE_URL, apiKey: env.GUARD_UPSTREAM_API_KEY, model: env.GUARD_UPSTREAM_MODEL,
+      mode: env.GUARD_UPSTREAM_MODE, timeoutMs: env.GUARD_UPSTREAM_TIMEOUT_MS, chunkChars: env.GUARD_UPSTREAM_CHUNK_CHARS,
+      concurrency: env.GUARD_UPSTREAM_CONCURRENCY,
+    },
   },
   search: { searxngUrl: env.SEARXNG_URL, braveApiKey: env.BRAVE_SEARCH_API_KEY, timeoutMs: env.SEARCH_TIMEOUT_MS },
 }));

@@ -8,15 +8,13 @@ import { Drain } from './http/drain.ts';
 import { operationalRoutes, Readiness } from './http/health.ts';
 import { Metrics } from './http/metrics.ts';
 import { createLogger, loggerOn } from './logging.ts';
-import { Guard } from './guard/guard.ts';
-import { ImageClassifier } from './guard/image/image-classifier.ts';
-import { TextClassifier } from './guard/text/text-classifier.ts';
 import { loadBudgetJudge } from './chat/semantic/budget-judge.ts';
 import { MiniLmEmbedder } from './chat/semantic/embedder.ts';
 import { createStore } from './store/create-store.ts';
 import { createFaultHandler, installFaultHandler } from './process/faults.ts';
 import { removeStaleTempDirs } from './workers/temp-dirs.ts';
-import { attachmentLimitsOf, createTasks, workerLimitsOf } from './wiring/create-tasks.ts';
+import { attachmentLimitsOf, createTasks } from './wiring/create-tasks.ts';
+import { createGuard } from './wiring/create-guard.ts';
 
 async function start(): Promise<void> {
   const config = loadConfig(process.env);
@@ -46,10 +44,7 @@ async function start(): Promise<void> {
   const drain = new Drain();
   const readiness = new Readiness({ store: () => store.ping() }, loggerOn(logger));
   // The classifiers load their models once, in their own processes, while the server starts.
-  const guard = new Guard(
-    new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller }),
-    new ImageClassifier(workerLimitsOf(config)),
-  );
+  const guard = createGuard(config);
   const semantic = config.cache.mode === 'semantic';
   // Read before the server starts: a judge that is missing or fitted for other code stops it here, with how to build it.
   const judge = semantic && config.cache.judgeDir ? loadBudgetJudge(config.cache.judgeDir) : undefined;

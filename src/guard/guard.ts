@@ -16,6 +16,13 @@ export interface TextScorer {
   close?(): Promise<void>;
 }
 
+/**
+ * A text scorer's failure to give a verdict (its server down, silent or answering something else):
+ * the guard fails closed with 503 `guard_unavailable`, never passes the text. Its message is shown
+ * to the caller, so it names no address or key.
+ */
+export class TextReaderUnavailable extends Error {}
+
 /** A text to check, and where it came from (`messages[2]`, `output`). */
 export interface Checked {
   source: string;
@@ -35,17 +42,25 @@ export interface CheckedImage {
 /**
  * Checks texts and pictures against the codes a `<guard>` directive lists and answers the verdict
  * in the contract's shape. A code nothing here can judge is reported unavailable in the verdict,
- * never passed as if checked.
+ * never passed as if checked. With several text readers (the local classifier and a Llama Guard
+ * upstream), a text matches a code when any of them matches it.
  */
 export class Guard {
-  constructor(private readonly text: TextScorer, private readonly images?: ImageScorer) {}
+  private readonly texts: readonly TextScorer[];
+
+  constructor(text: TextScorer | readonly TextScorer[], private readonly images?: ImageScorer) {
+    this.texts = Array.isArray(text) ? text : [text as TextScorer];
+  }
 
   async check(stage: GuardrailsResult['stage'], items: Checked[], codes: GuardCode[], pictures: CheckedImage[] = [], requester?: Requester): Promise<GuardrailsResult> {
     const present = items.filter((item) => item.text.trim() !== '');
     const best = new Map<GuardCode, number>();
     const keep = (found: Map<GuardCode, number>) => found.forEach((score, code) => best.set(code, Math.max(best.get(code) ?? 0, score)));
     const textCodes = codes.filter(isTextCode);
-    if (textCodes.length > 0 && present.length > 0) (await this.classifyTexts(present, textCodes, requester)).forEach(keep);
+    if (textCodes.length > 0 && present.length > 0) {
+      const readings = await Promise.all(this.texts.map((reader) => this.classifyTexts(reader, present, textCodes, requester)));
+      readings.flat().forEach(keep);
+    }
     const [imageCodes, unavailable] = this.judgeable(codes.filter(isImageCode), pictures);
     if (this.images && imageCodes.length > 0) {
       for (const picture of pictures) keep(matchedImageCodes(await this.images.score(picture.image, picture.beings ?? []), imageCodes));
@@ -59,11 +74,11 @@ export class Guard {
 
   /** Starts the classifiers and loads their models, so that the first guarded request does not wait. */
   async warm(): Promise<void> {
-    await Promise.all([this.text.warm?.(), this.images?.warm?.()]);
+    await Promise.all([...this.texts.map((reader) => reader.warm?.()), this.images?.warm?.()]);
   }
 
   close(): Promise<void> {
-    return Promise.all([this.text.close?.(), this.images?.close?.()]).then(() => undefined);
+    return Promise.all([...this.texts.map((reader) => reader.close?.()), this.images?.close?.()]).then(() => undefined);
   }
 
   /** The image codes that can be judged here, and those that cannot (no classifier; gore with no detector). */
@@ -72,11 +87,11 @@ export class Guard {
     return [codes.filter(can), codes.filter((code) => !can(code))];
   }
 
-  private async classifyTexts(items: Checked[], codes: TextCode[], requester: Requester | undefined): Promise<Map<TextCode, number>[]> {
+  private async classifyTexts(reader: TextScorer, items: Checked[], codes: TextCode[], requester: Requester | undefined): Promise<Map<TextCode, number>[]> {
     try {
-      return (await this.text.score(items.map((item) => item.text), requester)).map((reading) => matchedTextCodes(reading, codes));
+      return (await reader.score(items.map((item) => item.text), requester)).map((reading) => matchedTextCodes(reading, codes));
     } catch (err) {
-      if (!(err instanceof LineWorkerError)) throw err;
+      if (!(err instanceof LineWorkerError || err instanceof TextReaderUnavailable)) throw err;
       throw guardUnavailable(`The guard could not check this request (${err.message}). Retry later.`);
     }
   }
