@@ -1,5 +1,6 @@
 import type { Engine } from '../../engines/engine.ts';
 import { foldEvents } from '../../engines/fold-events.ts';
+import { ServiceError } from '../../errors/service-error.ts';
 import { JobQueue, type QueueLimits } from '../../workers/job-queue.ts';
 import { TEXT_CODES, type TextCode } from '../codes.ts';
 import { TextReaderUnavailable, type TextScorer } from '../guard.ts';
@@ -34,7 +35,7 @@ export class UpstreamTextReader implements TextScorer {
   private readonly queue: JobQueue;
 
   constructor(private readonly engine: Engine, private readonly options: UpstreamReaderOptions) {
-    this.queue = new JobQueue('the guard', options, () => new TextReaderUnavailable(`its reader did not answer within ${options.timeoutMs} ms`));
+    this.queue = new JobQueue('guard\'s upstream reader', options, () => new TextReaderUnavailable(`its reader did not answer within ${options.timeoutMs} ms`));
   }
 
   score(texts: string[], requester?: Requester): Promise<TextReading[]> {
@@ -60,7 +61,8 @@ export class UpstreamTextReader implements TextScorer {
       answer = (await foldEvents(events)).content;
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      throw new TextReaderUnavailable(`its reader failed (${err instanceof Error ? err.constructor.name : 'error'})`);
+      // Its code only: the server's own message may name its address.
+      throw new TextReaderUnavailable(`its reader's server failed${err instanceof ServiceError ? ` (${err.code})` : ''}`);
     }
     return verdictCodes(answer);
   }
