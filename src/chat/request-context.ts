@@ -84,12 +84,15 @@ export function createRequestContext(input: RequestInput, deps: { log: Logger; a
     signal,
     log: deps.log,
     body,
-    generation: withoutDirectiveTags(normalizeRequest(body, signal, deps.schemaLimits)),
+    generation: { ...withoutDirectiveTags(normalizeRequest(body, signal, deps.schemaLimits)), ...promptCacheScopeOf(input) },
     directives: readDirectives(body.messages),
     attachments: once(() => resolveAttachments(body.messages, deps.attachmentLimits, signal)),
     meter: new Meter(),
   };
 }
+
+/** The model may reuse its reading of the key's own earlier prompts, never another key's, nor keep a zero-data-retention one's. */
+const promptCacheScopeOf = ({ caller, zdr }: RequestInput) => (zdr ? {} : { promptCacheScope: caller.keyId });
 
 /** `make()` on the first call; the same promise after. */
 function once<T>(make: () => Promise<T>): () => Promise<T> {

@@ -48,6 +48,12 @@ export interface GenerationRequest {
    */
   stream: boolean;
   signal: AbortSignal;
+  /**
+   * Whose earlier prompts this request may reuse the model's cached reading of: its API key's. Unset:
+   * nobody's, and its own is not kept (zero data retention, the service's own calls). A prompt read
+   * faster because another tenant sent the same words would tell that they did.
+   */
+  promptCacheScope?: string;
 }
 
 /** The text a request gives the model to read, as the reservation counts it: every message and every tool's definition. */
@@ -91,6 +97,8 @@ export interface Engine {
   countTokens?(text: string): number;
   /** Tokens this engine has generated since it started, billed or not (the local engine counts them). */
   generatedTokens?(): number;
+  /** Prompt tokens the model has read since it started, those it reused from its cache not counted (the local engine counts them). */
+  evaluatedPromptTokens?(): number;
 }
 
 /**

@@ -112,6 +112,7 @@ export function withQueue(engine: Engine, options: QueueOptions): Engine {
     ...(engine.close ? { close: () => engine.close!() } : {}),
     ...(engine.countTokens ? { countTokens: (text: string) => engine.countTokens!(text) } : {}),
     ...(engine.generatedTokens ? { generatedTokens: () => engine.generatedTokens!() } : {}),
+    ...(engine.evaluatedPromptTokens ? { evaluatedPromptTokens: () => engine.evaluatedPromptTokens!() } : {}),
     generate(request) {
       return queued(request);
     },

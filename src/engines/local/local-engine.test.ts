@@ -148,3 +148,43 @@ describe('the local engine with a budget of one token', { timeout: 300_000 }, ()
     });
   }
 });
+
+describe('the local engine\'s prompt cache, per API key', { timeout: 600_000 }, () => {
+  // One sequence (PARALLEL 1): every request lands where the one before it was read.
+  const secret = 'Our launch code list, confidential to this tenant: ' + Array.from({ length: 60 }, (_, i) => `item ${i} is ${(i * 7919) % 1000}`).join('; ');
+  const read = async (scope: string | undefined) => {
+    const request = { ...normalizeRequest({ model: 'service', max_tokens: 1, temperature: 0, messages: [{ role: 'user', content: secret }] } as never, new AbortController().signal), ...(scope ? { promptCacheScope: scope } : {}) };
+    const before = engine.evaluatedPromptTokens!();
+    await foldEvents(engine.generate(request));
+    return engine.evaluatedPromptTokens!() - before;
+  };
+
+  it('reuses a key\'s own prompt, reads another key\'s anew, and keeps nothing of a zero-data-retention request', async () => {
+    const first = await read('key_a');
+    assert.ok(first > 400, `the prompt read was ${first} tokens`);
+    const again = await read('key_a');
+    assert.ok(again < first / 4, `the same key's prompt again read ${again} of ${first} tokens`);
+    assert.equal(await read('key_b'), first, 'another key\'s request reused the first key\'s reading');
+    assert.equal(await read(undefined), first, 'a request without a scope reused a reading');
+    assert.equal(await read('key_b'), first, 'a request reused a zero-data-retention request\'s reading');
+  });
+
+  it('through the service: a tenant\'s prompt is never read faster because another tenant sent it', async () => {
+    const other = (await server.keys.create('other tenant')).key;
+    const send = async (key: string, headers: Record<string, string> = {}) => {
+      const before = engine.evaluatedPromptTokens!();
+      const res = await fetch(`${server.baseUrl}/chat/completions`, {
+        method: 'POST', body: JSON.stringify({ model: 'service', max_tokens: 1, temperature: 0, messages: [{ role: 'user', content: secret }] }),
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'x-service-bypass-cache': 'true', ...headers },
+      });
+      assert.equal(res.status, 200, await res.clone().text());
+      await res.text();
+      return engine.evaluatedPromptTokens!() - before;
+    };
+    const first = await send(TEST_KEY);
+    assert.ok(await send(TEST_KEY) < first / 4, 'the same key\'s conversation resent was read again whole');
+    assert.equal(await send(other), first);
+    assert.equal(await send(other, { 'x-service-zdr': 'true' }), first);
+    assert.equal(await send(other), first, 'a zero-data-retention request\'s reading was kept');
+  });
+});

@@ -33,6 +33,8 @@ const THINKING_BUDGET: Record<ReasoningEffort, number> = { low: 128, medium: 512
  */
 const SAMPLING = { temperature: 0.8, topP: 0.95, topK: 40, minP: 0.05, repeatPenalty: { penalty: 1.1, lastTokens: 64 } };
 const DECISION_MAX_TOKENS = 64;
+/** The holder of a sequence read for a request without a prompt cache scope: no scope equals it. */
+const NOBODYS = Symbol('nobody\'s');
 
 interface PassResult {
   text: string;
@@ -63,7 +65,32 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
     sequences: options.parallel,
     threads: options.threads,
   });
-  const free: LlamaContextSequence[] = Array.from({ length: options.parallel }, () => context.getSequence());
+  const sequences: LlamaContextSequence[] = Array.from({ length: options.parallel }, () => context.getSequence());
+  const free = [...sequences];
+  /**
+   * Whose prompt each sequence holds the reading of (GenerationRequest.promptCacheScope; NOBODYS for
+   * a request without one): only that key may reuse it. Absent: it holds none.
+   */
+  const holders = new Map<LlamaContextSequence, string | typeof NOBODYS>();
+  /** A free sequence, the one holding this scope's last prompt if any, cleared when it holds anyone else's. */
+  async function takeSequence(scope: string | undefined): Promise<LlamaContextSequence> {
+    const own = scope === undefined ? -1 : free.findIndex((sequence) => holders.get(sequence) === scope);
+    const [sequence] = own >= 0 ? free.splice(own, 1) : [free.pop()];
+    if (!sequence) throw new Error('no free sequence: the queue must limit concurrency to `parallel`');
+    try {
+      if (holders.has(sequence) && holders.get(sequence) !== scope) await forget(sequence);
+    } catch (err) {
+      free.push(sequence);
+      throw err;
+    }
+    holders.set(sequence, scope ?? NOBODYS);
+    return sequence;
+  }
+  /** Clears a sequence; until that succeeds it still counts as holding what it held. */
+  async function forget(sequence: LlamaContextSequence): Promise<void> {
+    await sequence.clearHistory();
+    holders.delete(sequence);
+  }
   const jsonGrammar = await llama.getGrammarFor('json');
   // Resolved once: resolving it anew for every LlamaChat cost about half a second per request.
   const chatWrapper = resolveChatWrapper(model);
@@ -168,14 +195,15 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
     description: `local model ${options.modelPath} (node-llama-cpp, CPU, context ${options.contextSize}, ${options.parallel} parallel)`,
     countTokens: (text) => model.tokenize(text).length,
     generatedTokens: () => generated,
+    evaluatedPromptTokens: () => sequences.reduce((sum, sequence) => sum + sequence.tokenMeter.usedInputTokens, 0),
     close: async () => {
       await context.dispose();
       await model.dispose();
       await llama.dispose();
     },
     async *generate(request) {
-      const sequence = free.pop();
-      if (!sequence) throw new Error('no free sequence: the queue must limit concurrency to `parallel`');
+      const scope = request.promptCacheScope;
+      const sequence = await takeSequence(scope);
       // This generation's own stop, linked to the caller's: an answer closed by the service (the
       // output guard, a failed check: return() or throw() here) stops llama.cpp as a caller's
       // leaving does, and the sequence goes back only once its last pass has ended.
@@ -239,7 +267,11 @@ export async function createLocalEngine(options: LocalEngineOptions): Promise<En
       } finally {
         stop.abort(new Error('the answer was closed'));
         await running;
-        free.push(sequence);
+        try {
+          if (scope === undefined) await forget(sequence); // nothing of a request without a scope stays behind
+        } finally {
+          free.push(sequence);
+        }
       }
     },
   };
