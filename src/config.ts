@@ -89,6 +89,8 @@ export const ENV = z.object({
   UPSTREAM_CONCURRENCY: integer(1, 1024).default(16),
   /** The upstream model reads images (`image_url` parts); false for a text-only one. */
   UPSTREAM_VISION: flag().default(true),
+  /** Send vLLM's `cache_salt` per API key, so the upstream's prefix cache is shared by no two keys. */
+  UPSTREAM_CACHE_SALT: flag().default(false),
   /** Requests that may wait for a generation slot before 503 `queue_full`. */
   QUEUE_MAX_WAITING: integer(0, 100_000).default(32),
   /** Bounds on a request's JSON Schemas (response_format and tools together), 400 above them. */
@@ -146,7 +148,7 @@ export const ENV = z.object({
   GUARD_UPSTREAM_BASE_URL: httpUrl().optional(), GUARD_UPSTREAM_API_KEY: text().optional(),
   GUARD_UPSTREAM_MODEL: text().default('llama-guard3'), GUARD_UPSTREAM_MODE: oneOf(['either', 'alone']).default('either'),
   GUARD_UPSTREAM_TIMEOUT_MS: integer(1, 3_600_000).default(30_000), GUARD_UPSTREAM_CHUNK_CHARS: integer(200, 10_000_000).default(4000),
-  GUARD_UPSTREAM_CONCURRENCY: integer(1, 1024).default(4),
+  GUARD_UPSTREAM_CONCURRENCY: integer(1, 1024).default(4), GUARD_UPSTREAM_CACHE_SALT: flag().default(false),
   SEARXNG_URL: httpUrl().optional(), BRAVE_SEARCH_API_KEY: text().optional(), SEARCH_TIMEOUT_MS: integer(1, 600_000).default(10_000),
 }).refine((env) => env.ENGINE !== 'upstream' || env.UPSTREAM_BASE_URL !== undefined, {
   path: ['ENGINE'], message: 'ENGINE=upstream needs UPSTREAM_BASE_URL (the upstream API base, e.g. http://host:8000/v1)',
@@ -203,6 +205,7 @@ const CONFIG = ENV.transform((env) => ({
     answerTimeoutMs: env.UPSTREAM_ANSWER_TIMEOUT_MS,
     concurrency: env.UPSTREAM_CONCURRENCY,
     vision: env.UPSTREAM_VISION,
+    cacheSalt: env.UPSTREAM_CACHE_SALT,
   },
   queueMaxWaiting: env.QUEUE_MAX_WAITING,
   schemas: { maxBytes: env.SCHEMA_MAX_BYTES, maxDepth: env.SCHEMA_MAX_DEPTH, maxKeywords: env.SCHEMA_MAX_KEYWORDS },
@@ -247,7 +250,7 @@ const CONFIG = ENV.transform((env) => ({
     upstream: env.GUARD_UPSTREAM_BASE_URL === undefined ? undefined : {
       baseUrl: env.GUARD_UPSTREAM_BASE_URL, apiKey: env.GUARD_UPSTREAM_API_KEY, model: env.GUARD_UPSTREAM_MODEL,
       mode: env.GUARD_UPSTREAM_MODE, timeoutMs: env.GUARD_UPSTREAM_TIMEOUT_MS, chunkChars: env.GUARD_UPSTREAM_CHUNK_CHARS,
-      concurrency: env.GUARD_UPSTREAM_CONCURRENCY,
+      concurrency: env.GUARD_UPSTREAM_CONCURRENCY, cacheSalt: env.GUARD_UPSTREAM_CACHE_SALT,
     },
   },
   search: { searxngUrl: env.SEARXNG_URL, braveApiKey: env.BRAVE_SEARCH_API_KEY, timeoutMs: env.SEARCH_TIMEOUT_MS },

@@ -255,4 +255,18 @@ describe('upstream engine', () => {
     const folded = await foldEvents(engineFor(upstream.baseUrl).generate(request({ stream: true })));
     assert.deepEqual([folded.content, folded.finishReason, folded.usage], ['Hello', 'stop', { promptTokens: 3, completionTokens: 1 }]);
   });
+  it('with UPSTREAM_CACHE_SALT, salts the upstream\'s prefix cache per key (hashed), and afresh for a request without a key', async () => {
+    const upstream = await startFakeUpstream((_b, res) => sendStream(res, [delta({ content: 'Hi' }, 'stop')]));
+    closers.push(upstream.close);
+    const salted = createUpstreamEngine({ baseUrl: upstream.baseUrl, model: 'm', timeoutMs: 5000, cacheSalt: true });
+    const salt = async (engine: ReturnType<typeof createUpstreamEngine>, scope?: string) => {
+      await foldEvents(engine.generate({ ...request({ stream: true }), ...(scope ? { promptCacheScope: scope } : {}) }));
+      return upstream.requests.at(-1)!.cache_salt;
+    };
+    const [a, a2, b, none, none2] = [await salt(salted, 'key_a'), await salt(salted, 'key_a'), await salt(salted, 'key_b'), await salt(salted), await salt(salted)];
+    assert.equal(a, a2);
+    assert.equal(new Set([a, b, none, none2]).size, 4);
+    assert.ok([a, b, none].every((s) => typeof s === 'string' && /^[0-9a-f]{32}$/.test(s)), String(a));
+    assert.equal(await salt(engineFor(upstream.baseUrl), 'key_a'), undefined, 'sent without the setting');
+  });
 });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { Agent, errors, request as send } from 'undici';
 import type { FinishReason } from '../contract/wire-types.ts';
@@ -18,6 +18,13 @@ export interface UpstreamOptions {
   answerTimeoutMs?: number;
   /** `UPSTREAM_VISION`: the upstream reads `image_url` parts; false for a text-only model. */
   vision?: boolean;
+  /**
+   * `UPSTREAM_CACHE_SALT`: each request carries vLLM's `cache_salt`, a hash of its prompt cache scope
+   * (its API key), or a salt of its own where it has none, so that the upstream's prefix cache is
+   * shared by no two keys (GenerationRequest.promptCacheScope). Off by default: OpenAI's API refuses
+   * fields it does not know.
+   */
+  cacheSalt?: boolean;
 }
 
 /**
@@ -95,7 +102,7 @@ export function createUpstreamEngine(options: UpstreamOptions): Engine {
           method: 'POST',
           dispatcher: pool,
           headers: { ...headers, accept: request.stream ? 'text/event-stream' : 'application/json' },
-          body: JSON.stringify(upstreamBody(options.model, request)),
+          body: JSON.stringify({ ...upstreamBody(options.model, request), ...(options.cacheSalt ? { cache_salt: saltOf(request.promptCacheScope) } : {}) }),
           signal: request.signal,
           headersTimeout,
           bodyTimeout: options.timeoutMs,
@@ -162,6 +169,10 @@ function reasonOf(err: unknown, headersTimeoutMs: number, bodyTimeoutMs: number)
   if (err instanceof errors.BodyTimeoutError) return `nothing more within ${bodyTimeoutMs} ms`;
   return (err as Error).message;
 }
+
+/** A scope's salt (the key id hashed: the upstream need not learn it), or a new one for a request without a scope. */
+const saltOf = (scope: string | undefined) =>
+  scope === undefined ? randomBytes(16).toString('hex') : createHash('sha256').update(`prompt cache of ${scope}`).digest('hex').slice(0, 32);
 
 function upstreamBody(model: string, request: GenerationRequest) {
   const { output, tools, toolChoice } = request;

@@ -10,8 +10,8 @@ import { createUpstreamEngine } from '../engines/upstream-engine.ts';
 export async function createEngine(config: Config, queueObserver?: QueueObserver): Promise<Engine> {
   const queue = { maxWaiting: config.queueMaxWaiting, ...(queueObserver ? { observer: queueObserver } : {}) };
   if (config.engine === 'upstream') {
-    const { baseUrl, apiKey, model, timeoutMs, answerTimeoutMs, concurrency, vision } = config.upstream;
-    const upstream = createUpstreamEngine({ baseUrl: baseUrl!, ...(apiKey ? { apiKey } : {}), model, timeoutMs, answerTimeoutMs, vision });
+    const { baseUrl, apiKey, model, timeoutMs, answerTimeoutMs, concurrency, vision, cacheSalt } = config.upstream;
+    const upstream = createUpstreamEngine({ baseUrl: baseUrl!, ...(apiKey ? { apiKey } : {}), model, timeoutMs, answerTimeoutMs, vision, cacheSalt });
     return withQueue(withVerifiedOutput(upstream), { ...queue, concurrency });
   }
   if (!existsSync(config.local.modelPath)) {

@@ -19,8 +19,8 @@ export function createGuard(config: Config): Guard {
     readers.push(new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, ...queue }));
   }
   if (upstream) {
-    const { baseUrl, apiKey, model, timeoutMs, chunkChars, concurrency } = upstream;
-    const engine = createUpstreamEngine({ baseUrl, ...(apiKey ? { apiKey } : {}), model, timeoutMs });
+    const { baseUrl, apiKey, model, timeoutMs, chunkChars, concurrency, cacheSalt } = upstream;
+    const engine = createUpstreamEngine({ baseUrl, ...(apiKey ? { apiKey } : {}), model, timeoutMs, cacheSalt });
     readers.push(new UpstreamTextReader(engine, { chunkChars, concurrency, timeoutMs, ...queue }));
   }
   return new Guard(readers, new ImageClassifier(workerLimitsOf(config)));

@@ -93,6 +93,16 @@ describe('a Llama Guard upstream as the guard\'s text reader', () => {
     assert.ok(upstream.requests.length >= 2 * 6, `${upstream.requests.length} calls for two texts of about 5,400 characters`);
   });
 
+  it('salts the server\'s prompt cache by the requester\'s key when asked (GUARD_UPSTREAM_CACHE_SALT), afresh under zero data retention', async () => {
+    const upstream = await double();
+    const reader = new UpstreamTextReader(createUpstreamEngine({ baseUrl: upstream.baseUrl, model: 'm', timeoutMs: 120_000, cacheSalt: true }),
+      { chunkChars: 4000, concurrency: 1, timeoutMs: 120_000 });
+    const saltFor = async (keyId: string, zdr = false) => (await reader.score(['how do I bake bread'], { keyId, zdr }), upstream.requests.at(-1)!.cache_salt);
+    const [a, a2, b, forgotten] = [await saltFor('key_a'), await saltFor('key_a'), await saltFor('key_b'), await saltFor('key_a', true)];
+    assert.equal(a, a2);
+    assert.equal(new Set([a, b, forgotten]).size, 3);
+  });
+
   describe('fails closed: no verdict is never a pass', () => {
     const refusals: [string, (res: ServerResponse) => void][] = [
       ['answers something other than a verdict', (res) => answer(res, 'I am sorry, I cannot help with that.')],

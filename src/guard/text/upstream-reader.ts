@@ -41,7 +41,9 @@ export class UpstreamTextReader implements TextScorer {
   score(texts: string[], requester?: Requester): Promise<TextReading[]> {
     return this.queue.add(requester?.keyId, async (signal) => {
       const pieces = texts.map((text) => piecesOf(text, this.options.chunkChars));
-      const verdicts = await inTurns(pieces.flat(), this.options.concurrency, (piece) => this.verdictOn(piece, signal));
+      // The server's prompt cache, where it is kept per scope (vLLM's cache_salt), is the key's own, as the local classifier's windows are.
+      const scope = requester && !requester.zdr ? requester.keyId : undefined;
+      const verdicts = await inTurns(pieces.flat(), this.options.concurrency, (piece) => this.verdictOn(piece, scope, signal));
       let next = 0;
       return pieces.map((ofText) => readingOf(verdicts.slice(next, (next += ofText.length))));
     });
@@ -51,12 +53,13 @@ export class UpstreamTextReader implements TextScorer {
     return this.engine.close?.() ?? Promise.resolve();
   }
 
-  private async verdictOn(piece: string, signal: AbortSignal): Promise<TextCode[]> {
+  private async verdictOn(piece: string, scope: string | undefined, signal: AbortSignal): Promise<TextCode[]> {
     let answer: string;
     try {
       const events = this.engine.generate({
         messages: [{ role: 'user', content: piece }], maxTokens: VERDICT_TOKENS, temperature: 0, stop: [],
         output: { kind: 'text' }, tools: [], toolChoice: 'none', parallelToolCalls: false, stream: false, signal,
+        ...(scope === undefined ? {} : { promptCacheScope: scope }),
       });
       answer = (await foldEvents(events)).content;
     } catch (err) {
