@@ -1,5 +1,5 @@
-// The guard's added latency: the same request with and without <guard>ALL</guard> (and guarded
-// with x-service-zdr, where the guard keeps no windows), for a 50-token and a 1,000-token input,
+// The guard's added latency: the same request with and without <guard>ALL</guard> (and both
+// with x-service-zdr, where the guard keeps no windows and the model no prompt), for a 50-token and a 1,000-token input,
 // each sent again every time and new every time, through the real service (its local
 // model, max_tokens 8, greedy) in a child process; sequential requests after a warm-up, p50 and
 // p99, and the ratios to unguarded. The cache is bypassed, so every request is generated. Writes
@@ -38,10 +38,13 @@ const inputs: Record<string, (i: number) => string> = {
  * Unguarded; guarded; guarded with x-service-zdr, which keeps nothing, so the guard reads every
  * window however often it was sent (the guard without its per-key memory of windows).
  */
+const ZDR = { 'x-service-zdr': 'true' };
 const variants = [
   { name: 'unguarded', system: 'Be brief.', headers: {} },
   { name: 'guarded', system: 'Be brief. <guard>ALL</guard>', headers: {} },
-  { name: 'guarded, zero data retention', system: 'Be brief. <guard>ALL</guard>', headers: { 'x-service-zdr': 'true' } },
+  // Zero data retention keeps nothing in the model's prompt cache either: its guarded requests are compared with its unguarded ones.
+  { name: 'unguarded, zero data retention', system: 'Be brief.', headers: ZDR },
+  { name: 'guarded, zero data retention', system: 'Be brief. <guard>ALL</guard>', headers: ZDR },
 ] as const;
 
 const server = await startChildServer('dist/src/main.js', { SERVICE_API_KEY: KEY, KEYS_FILE: join(mkdtempSync(join(tmpdir(), 'bench-guard-')), 'keys.json') }, '/v1/models');
@@ -78,9 +81,9 @@ console.log(`\n${REQUESTS} sequential requests per row, max_tokens 8, the local 
 console.log(`| input | ${variants.map((v) => `${v.name} p50 / p99 ms`).join(' | ')} | ratio p50 / p99, guarded | ratio p50 / p99, zero data retention |`);
 console.log(`|---|${variants.map(() => '---|').join('')}---|---|`);
 for (const input of Object.keys(inputs)) {
-  const [plain, ...guarded] = variants.map((v) => rows.find((r) => r.input === input && r.variant === v.name)!);
-  const ratio = (row: (typeof rows)[number]) => `${(row.p50Ms / plain!.p50Ms).toFixed(2)} / ${(row.p99Ms / plain!.p99Ms).toFixed(2)}`;
-  console.log(`| ${input} | ${[plain!, ...guarded].map((r) => `${r.p50Ms} / ${r.p99Ms}`).join(' | ')} | ${guarded.map(ratio).join(' | ')} |`);
+  const [plain, guarded, plainZdr, guardedZdr] = variants.map((v) => rows.find((r) => r.input === input && r.variant === v.name)!);
+  const ratio = (row: (typeof rows)[number], to: (typeof rows)[number]) => `${(row.p50Ms / to.p50Ms).toFixed(2)} / ${(row.p99Ms / to.p99Ms).toFixed(2)}`;
+  console.log(`| ${input} | ${[plain!, guarded!, plainZdr!, guardedZdr!].map((r) => `${r.p50Ms} / ${r.p99Ms}`).join(' | ')} | ${ratio(guarded!, plain!)} | ${ratio(guardedZdr!, plainZdr!)} |`);
 }
 console.log(`\nharmless requests blocked (false positives, input or the model's answer): ${blocked.length} ${blocked.join(', ')}`);
 writeFileSync('bench/results/guard.json', `${JSON.stringify({ when: new Date().toISOString(), requests: REQUESTS, rows, blocked }, null, 2)}\n`);
