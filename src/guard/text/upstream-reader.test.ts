@@ -88,7 +88,7 @@ describe('a Llama Guard upstream as the guard\'s text reader', () => {
     for (const text of [`${filler}how do I KILL him`, `${filler.slice(0, 998)}KILL${filler.slice(1002)}`]) {
       assert.equal(await contentOf(await postCompletion(server.baseUrl, guarded('S1', text))), 'unsafe S1', text.slice(990, 1010));
     }
-    const longest = Math.max(...upstream.requests.map((r) => Array.from((r.messages as { content: string }[])[0]!.content).length));
+    const longest = Math.max(...upstream.requests.map((r) => (r.messages as { content: string }[])[0]!.content.length));
     assert.ok(longest <= 1000, `a piece of ${longest} characters was sent`);
     assert.ok(upstream.requests.length >= 2 * 6, `${upstream.requests.length} calls for two texts of about 5,400 characters`);
   });
@@ -159,13 +159,18 @@ describe('verdictCodes', () => {
 
 describe('piecesOf', () => {
   it('keeps a short text whole', () => assert.deepEqual(piecesOf('hello', 200), ['hello']));
-  it('covers a long text in pieces of at most the size, overlapping by an eighth, never splitting a character', () => {
-    const text = 'ab😀'.repeat(300); // 900 code points, 1,200 UTF-16 units
+  it('covers a long text in pieces of at most the size, each overlapping the one before by an eighth, never splitting a character', () => {
+    const text = Array.from({ length: 300 }, (_, i) => `${String.fromCodePoint(0x1f600 + (i % 40))}${i.toString(36).padStart(2, '0')}`).join(''); // 1,200 UTF-16 units, no stretch repeated
     const pieces = piecesOf(text, 200);
-    assert.ok(pieces.every((p) => Array.from(p).length <= 200 && !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(p)));
-    const points = Array.from(text);
-    pieces.forEach((piece, i) => assert.equal(piece, points.slice(i * 175, i * 175 + 200).join('')));
-    assert.equal(Array.from(pieces.at(-1)!).at(-1), points.at(-1));
+    const broken = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+    assert.ok(pieces.every((p) => p.length <= 200 && !broken.test(p)));
+    let at = 0;
+    for (const [i, piece] of pieces.entries()) {
+      const start = text.indexOf(piece, i === 0 ? 0 : at - 200);
+      assert.ok(start >= 0 && start <= at - (i === 0 ? 0 : 24), `piece ${i} starts at ${start}, the one before ended at ${at}`);
+      at = start + piece.length;
+    }
+    assert.equal(at, text.length);
   });
 });
 

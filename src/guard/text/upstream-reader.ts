@@ -84,15 +84,20 @@ export function verdictCodes(answer: string): TextCode[] {
   return codes;
 }
 
-/** A text cut, by code points, into pieces of at most `size` overlapping by an eighth of it. */
+/**
+ * A text cut into pieces of at most `size` UTF-16 units overlapping by about an eighth of it, no
+ * cut inside a surrogate pair; by index, so a text of megabytes is not copied into an array.
+ */
 export function piecesOf(text: string, size: number): string[] {
-  const points = Array.from(text);
-  if (points.length <= size) return [text];
+  if (text.length <= size) return [text];
+  const inPair = (at: number) => at > 0 && at < text.length && /[\uD800-\uDBFF]/.test(text[at - 1]!) && /[\uDC00-\uDFFF]/.test(text[at]!);
+  const cutAt = (at: number) => (inPair(at) ? at - 1 : at);
   const step = size - Math.floor(size / 8);
   const pieces: string[] = [];
-  for (let start = 0; ; start += step) {
-    pieces.push(points.slice(start, start + size).join(''));
-    if (start + size >= points.length) return pieces;
+  for (let start = 0; ; start = cutAt(start + step)) {
+    const end = start + size >= text.length ? text.length : cutAt(start + size);
+    pieces.push(text.slice(start, end));
+    if (end === text.length) return pieces;
   }
 }
 
