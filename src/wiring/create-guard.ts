@@ -13,10 +13,10 @@ import { workerLimitsOf } from './create-tasks.ts';
  */
 export function createGuard(config: Config): Guard {
   const queue = { maxQueued: config.tasks.queueMax, perCaller: config.tasks.queuePerCaller };
-  const upstream = config.guard.upstream;
+  const { upstream, ...local } = config.guard;
   const readers: TextScorer[] = [];
   if (upstream?.mode !== 'alone') {
-    readers.push(new TextClassifier({ ...config.guard, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, ...queue }));
+    readers.push(new TextClassifier({ ...local, threads: config.local.threads, timeoutMs: config.tasks.timeoutMs, ...queue }));
   }
   if (upstream) {
     const { baseUrl, apiKey, model, timeoutMs, chunkChars, concurrency, cacheSalt } = upstream;
